@@ -1,0 +1,85 @@
+"""What a chapter's ``bench.py`` declares: the cases, the providers, the work model.
+
+A spec is data plus three small functions, so the runner (GPU only) and the
+tests (CPU) can share it: the tests check that every case builds valid inputs
+and that the work model counts what the page says it counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+MODES = ("fwd", "fwd+bwd")
+METRICS = ("bandwidth", "compute")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measured configuration: a shape, a dtype and what is timed."""
+
+    sweep: str
+    x: str
+    params: Mapping[str, int]
+    dtype: torch.dtype
+    mode: str
+
+    @property
+    def dtype_name(self) -> str:
+        return str(self.dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A family of shapes along one parameter (the plot's x axis).
+
+    ``Sweep("M=8192", x="N", shapes=[{"M": 8192, "N": n} for n in ...])``
+    """
+
+    name: str
+    x: str
+    shapes: Sequence[Mapping[str, int]]
+
+
+OpLoader = Callable[[], "Callable | None"]
+"""Returns the op to time, or ``None`` when the provider is not installed."""
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    slug: str
+    metric: str  # "bandwidth" or "compute"
+    sweeps: Sequence[Sweep]
+    dtypes: Sequence[torch.dtype]
+    modes: Sequence[str]
+    make_inputs: Callable[[Case, str], tuple[torch.Tensor, ...]]
+    """Fresh random inputs for a case on a device (never zeros)."""
+    work: Callable[[Case], float]
+    """Minimal bytes moved (bandwidth) or FLOPs (compute) by one timed call."""
+    reference: Callable[..., torch.Tensor]
+    """The PyTorch reference the outputs are checked against before timing."""
+    providers: Mapping[str, OpLoader]
+    """Ours first ("academy"), then peers; each loader may return None."""
+    quick_shapes: int = 2
+    """How many shapes per sweep ``--quick`` keeps (the first ones)."""
+    headline: Sequence[tuple[str, Mapping[str, int], str]] = field(default_factory=tuple)
+    """(mode, shape, dtype name) cases the page quotes in its summary."""
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
+        unknown = set(self.modes) - set(MODES)
+        if unknown:
+            raise ValueError(f"unknown modes {sorted(unknown)}; expected a subset of {MODES}")
+        if "academy" not in self.providers:
+            raise ValueError("a spec must time our own kernel under the provider name 'academy'")
+
+    def cases(self, quick: bool = False) -> Iterator[Case]:
+        for sweep in self.sweeps:
+            shapes = sweep.shapes[: self.quick_shapes] if quick else sweep.shapes
+            for shape in shapes:
+                for dtype in self.dtypes:
+                    for mode in self.modes:
+                        yield Case(sweep.name, sweep.x, dict(shape), dtype, mode)

@@ -1,0 +1,78 @@
+"""Where the chapters live: one folder under ``examples/`` per chapter slug."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES_DIR = REPO_ROOT / "examples"
+DOCS_DIR = REPO_ROOT / "docs"
+TESTS_DIR = REPO_ROOT / "tests"
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One kernel chapter, named by its snake_case slug."""
+
+    slug: str
+
+    @property
+    def package(self) -> Path:
+        return EXAMPLES_DIR / self.slug
+
+    @property
+    def kernel_file(self) -> Path:
+        return self.package / "kernel.py"
+
+    @property
+    def bench_module(self) -> str:
+        return f"examples.{self.slug}.bench"
+
+    @property
+    def results_dir(self) -> Path:
+        return self.package / "results"
+
+    @property
+    def page(self) -> Path:
+        return DOCS_DIR / "kernels" / f"{self.slug}.md"
+
+    @property
+    def test_file(self) -> Path:
+        return TESTS_DIR / f"test_{self.slug}.py"
+
+    def results_files(self) -> list[Path]:
+        return sorted(self.results_dir.glob("*.json"))
+
+    def code_hash(self) -> str:
+        return code_hash(self.kernel_file.read_text())
+
+
+def code_hash(source: str) -> str:
+    """Hash of a module's code, blind to comments and formatting.
+
+    Results record this hash of the kernel file they measured. Hashing the
+    syntax tree rather than the bytes means that editing an annotation comment
+    on a page does not make the published numbers look stale, while any change
+    to what the code does (or to its docstrings) does.
+    """
+    tree = ast.dump(ast.parse(source), include_attributes=False)
+    return hashlib.sha256(tree.encode()).hexdigest()[:16]
+
+
+def all_chapters() -> list[Chapter]:
+    """Every folder of ``examples/`` that holds a ``kernel.py``, sorted by slug."""
+    return [
+        Chapter(path.parent.name)
+        for path in sorted(EXAMPLES_DIR.glob("*/kernel.py"))
+    ]
+
+
+def chapter(slug: str) -> Chapter:
+    found = Chapter(slug)
+    if not found.kernel_file.is_file():
+        known = ", ".join(c.slug for c in all_chapters()) or "none"
+        raise ValueError(f"no chapter {slug!r}: expected {found.kernel_file} (known: {known})")
+    return found
