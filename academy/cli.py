@@ -1,0 +1,96 @@
+"""``academy``: the command line of the handbook.
+
+    academy env                 device, versions, interpreter mode
+    academy check SLUG...       run a chapter's tests on this machine's device
+    academy bench SLUG... [--quick] [--out DIR]
+                                measure on a GPU and write results files
+    academy results             list results files and whether they are stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _env(_: argparse.Namespace) -> int:
+    from academy.env import describe
+
+    info = describe()
+    width = max(map(len, info))
+    for key, value in info.items():
+        print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    import pytest
+
+    from academy.chapters import chapter
+
+    files = [str(chapter(slug).test_file) for slug in args.slugs]
+    return int(pytest.main(["-q", "-p", "no:cacheprovider", *files]))
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from academy.bench import results as results_io
+    from academy.bench.runner import run
+    from academy.chapters import chapter
+
+    for slug in args.slugs:
+        measured = run(slug, quick=args.quick)
+        target = Path(args.out) / slug if args.out else chapter(slug).results_dir
+        path = results_io.save(measured, target)
+        print(f"{slug}: {len(measured.rows)} rows -> {path}")
+        for provider, reason in measured.skipped.items():
+            print(f"  skipped {provider}: {reason}")
+        for row in measured.rows:
+            print(
+                f"  {row.mode:8s} {row.shape_label:>14s} {row.provider:8s} {row.ms:9.4f} ms "
+                f"{row.rate:9.1f} {measured.unit} {100 * row.fraction_of_ceiling:6.1f}%"
+            )
+    return 0
+
+
+def _results(_: argparse.Namespace) -> int:
+    from academy.bench.results import load
+    from academy.chapters import all_chapters
+
+    stale = 0
+    for found in all_chapters():
+        files = found.results_files()
+        if not files:
+            print(f"{found.slug}: not measured")
+        for path in files:
+            measured = load(path)
+            fresh = measured.provenance.kernel_hash == found.code_hash()
+            stale += not fresh
+            state = "fresh" if fresh else "STALE (kernel changed since)"
+            print(f"{found.slug}: {path.name} {measured.provenance.gpu}, {measured.provenance.date}: {state}")
+    return 1 if stale else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="academy", description="Triton Academy command line")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("env", help="device, versions and interpreter mode").set_defaults(handler=_env)
+    check = commands.add_parser("check", help="run a chapter's correctness tests on this device")
+    check.add_argument("slugs", nargs="+", metavar="SLUG")
+    check.set_defaults(handler=_check)
+    bench = commands.add_parser("bench", help="measure chapters on a GPU and write results")
+    bench.add_argument("slugs", nargs="+", metavar="SLUG")
+    bench.add_argument("--quick", action="store_true", help="only the first shapes of each sweep")
+    bench.add_argument("--out", help="write to OUT/SLUG/<gpu>.json instead of examples/SLUG/results/")
+    bench.set_defaults(handler=_bench)
+    commands.add_parser("results", help="list results files; exit 1 if any is stale").set_defaults(handler=_results)
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ValueError, RuntimeError) as error:
+        print(f"academy {args.command}: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Documentation build helpers (MkDocs hooks)."""

@@ -1,0 +1,204 @@
+"""MkDocs hook: expand ``<!-- bench:... -->`` directives into tables, plots and quoted numbers.
+
+A thin adapter: it parses directives (a pure function, :func:`parse_directive`),
+loads the chapter's results files and calls :mod:`academy.bench.render`.
+
+Syntax (an HTML comment alone on its line, outside code fences; may be indented,
+the output keeps the indentation)::
+
+    <!-- bench:table SLUG [sweep=M=8192] [mode=fwd] [dtype=bfloat16] -->
+    <!-- bench:plot SLUG [sweep=...] [mode=...] [dtype=...] -->
+    <!-- bench:summary SLUG -->
+    <!-- bench:provenance SLUG -->
+    <!-- bench:overview -->
+
+A value is everything after the first ``=``, so ``sweep=M=8192`` means the sweep
+``"M=8192"``; quote values with spaces. Unknown directives, slugs or keys fail
+the build.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from academy.bench import render
+from academy.bench.results import Results, load
+from academy.chapters import Chapter, all_chapters, chapter
+
+log = logging.getLogger("mkdocs.plugins.academy")
+
+# name -> (needs a slug, allowed keys)
+DIRECTIVES: dict[str, tuple[bool, frozenset[str]]] = {
+    "table": (True, frozenset({"sweep", "mode", "dtype"})),
+    "plot": (True, frozenset({"sweep", "mode", "dtype"})),
+    "summary": (True, frozenset()),
+    "provenance": (True, frozenset()),
+    "overview": (False, frozenset()),
+}
+
+LINE_RE = re.compile(r"^(?P<indent>[ \t]*)<!--\s*bench:(?P<body>.*?)-->[ \t]*$")
+FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+
+
+class DirectiveError(ValueError):
+    """A bench directive that cannot be rendered."""
+
+
+@dataclass(frozen=True)
+class Directive:
+    name: str
+    slug: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def parse_directive(body: str) -> Directive:
+    """``"table fused_softmax sweep=M=8192"`` (the text after ``bench:``) -> :class:`Directive`."""
+    try:
+        tokens = shlex.split(body)
+    except ValueError as err:
+        raise DirectiveError(f"bench:{body.strip()}: {err}") from None
+    if not tokens:
+        raise DirectiveError("empty bench directive; expected bench:" + "|".join(DIRECTIVES))
+    name, rest = tokens[0], tokens[1:]
+    if name not in DIRECTIVES:
+        raise DirectiveError(f"unknown directive bench:{name}; expected one of: {', '.join(DIRECTIVES)}")
+    needs_slug, allowed = DIRECTIVES[name]
+    positional = [t for t in rest if "=" not in t]
+    options: dict[str, str] = {}
+    for token in (t for t in rest if "=" in t):
+        key, value = token.split("=", 1)
+        if key not in allowed:
+            hint = f"allowed: {', '.join(sorted(allowed))}" if allowed else "it takes no options"
+            raise DirectiveError(f"bench:{name}: unknown key {key!r} ({hint})")
+        if key in options:
+            raise DirectiveError(f"bench:{name}: {key}= given twice")
+        if not value:
+            raise DirectiveError(f"bench:{name}: {key}= has no value")
+        options[key] = value
+    if needs_slug and len(positional) != 1:
+        raise DirectiveError(f"bench:{name} takes exactly one chapter slug, got {positional or 'none'}")
+    if not needs_slug and positional:
+        raise DirectiveError(f"bench:{name} takes no slug, got {positional}")
+    return Directive(name, positional[0] if needs_slug else None, options)
+
+
+def expand(markdown: str, render_directive: Callable[[Directive], str]) -> str:
+    """Replace each directive line (outside code fences) by ``render_directive``'s output, indented alike."""
+    out, fence = [], None
+    for number, line in enumerate(markdown.split("\n"), 1):
+        opened = FENCE_RE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            out.append(line)
+            continue
+        if opened:
+            fence = opened.group(1)
+            out.append(line)
+            continue
+        match = LINE_RE.match(line)
+        if match is None:
+            out.append(line)
+            continue
+        try:
+            text = render_directive(parse_directive(match.group("body")))
+        except (DirectiveError, ValueError) as err:
+            raise DirectiveError(f"line {number}: {err}") from err
+        indent = match.group("indent")
+        out.extend(indent + l if l.strip() else "" for l in text.rstrip("\n").split("\n"))
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def headline(slug: str) -> render.Headline:
+    """The headline cases of ``examples/<slug>/bench.py`` (its ``SPEC.headline``)."""
+    name = chapter(slug).bench_module
+    try:
+        return tuple(importlib.import_module(name).SPEC.headline)
+    except (ImportError, AttributeError) as err:
+        raise DirectiveError(f"{slug}: cannot read the headline cases from {name}.SPEC: {err}") from err
+
+
+_logged_stale: set[tuple[str, str]] = set()
+
+
+def load_results(ch: Chapter) -> list[Results]:
+    """Every results file of a chapter; stale ones are logged once (INFO, so --strict still passes)."""
+    paths = ch.results_files()
+    results = [load(path) for path in paths]
+    current = ch.code_hash()
+    for res, path in zip(results, paths):
+        if res.provenance.kernel_hash != current and (str(path), current) not in _logged_stale:
+            _logged_stale.add((str(path), current))
+            log.info("academy: stale results %s (kernel hash %s, now %s)", path, res.provenance.kernel_hash, current)
+    return results
+
+
+def not_measured(slug: str) -> str:
+    return (
+        f'!!! note "Not measured yet"\n\n'
+        f"    `{slug}` has no results file yet. On a machine with a GPU run `academy bench {slug}` "
+        f"and commit `examples/{slug}/results/<gpu>.json`.\n"
+    )
+
+
+def per_gpu(results: list[Results], draw: Callable[[Results], str]) -> str:
+    """One result: its output; several: one pymdownx.tabbed tab per GPU."""
+    if len(results) == 1:
+        return draw(results[0])
+    tabs = []
+    for res in sorted(results, key=render.gpu_label):
+        body = "\n".join("    " + l if l.strip() else "" for l in draw(res).rstrip("\n").split("\n"))
+        tabs.append(f'=== "{render.gpu_label(res)}"\n\n{body}\n')
+    return "\n".join(tabs)
+
+
+def render_directive(d: Directive, noted: set[str] | None = None) -> str:
+    """Render one directive; ``noted`` collects slugs whose "not measured" note a page already shows."""
+    if d.name == "overview":
+        everything, heads, hashes = [], {}, {}
+        for ch in all_chapters():
+            found = load_results(ch)
+            if found:
+                everything += found
+                hashes[ch.slug] = ch.code_hash()
+                try:
+                    heads[ch.slug] = headline(ch.slug)
+                except DirectiveError:
+                    pass  # the overview falls back to the geometric mean over all cases
+        return render.overview(everything, headlines=heads, current_hashes=hashes)
+    ch = chapter(d.slug)
+    results = load_results(ch)
+    if not results:
+        if noted is not None and d.slug in noted:
+            return ""
+        if noted is not None:
+            noted.add(d.slug)
+        return not_measured(d.slug)
+    if d.name == "table":
+        return per_gpu(results, lambda r: render.table(r, **d.options))
+    if d.name == "plot":
+        return per_gpu(results, lambda r: render.plot(r, **d.options))
+    if d.name == "summary":
+        cases = headline(d.slug)
+        return per_gpu(results, lambda r: render.summary(r, cases))
+    current = ch.code_hash()
+    return per_gpu(results, lambda r: render.provenance(r, current_kernel_hash=current))
+
+
+def on_page_markdown(markdown, page=None, **kwargs):
+    try:
+        noted: set[str] = set()  # one "not measured yet" note per chapter per page
+        return expand(markdown, lambda d: render_directive(d, noted))
+    except DirectiveError as err:
+        from mkdocs.exceptions import PluginError
+
+        where = page.file.src_path if page is not None else "?"
+        raise PluginError(f"academy bench directive in {where}, {err}") from err

@@ -1,0 +1,150 @@
+"""Helpers that make kernel tests honest.
+
+* :func:`assert_close` compares against a reference by relative L2 error,
+  ``‖out − ref‖ / ‖ref‖`` computed in float64, with a report that says where
+  and how badly a result is wrong. NaN never passes.
+* :data:`TOLERANCES` holds one bar per dtype, so every chapter uses the same.
+* :func:`random_tensor` makes fresh random inputs (never zeros);
+  :data:`IRREGULAR_SIZES` lists sizes that are not powers of two, so masks
+  are exercised.
+* :func:`poisoned` makes output buffers full of NaN, so an element a kernel
+  forgot to write fails the comparison instead of passing as a stale zero.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from academy import DEVICE
+
+TOLERANCES: dict[torch.dtype, float] = {
+    torch.float64: 1e-12,
+    torch.float32: 1e-5,
+    torch.float16: 1e-2,
+    torch.bfloat16: 1e-2,
+}
+"""Largest accepted relative L2 error, by the dtype the kernel computes in or returns."""
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+IRREGULAR_SIZES = (1, 7, 127, 1000, 1025, 3001)
+"""Sizes that leave a partly filled last block for any power-of-two block."""
+
+
+def tolerance(dtype: torch.dtype) -> float:
+    try:
+        return TOLERANCES[dtype]
+    except KeyError:
+        raise ValueError(f"no tolerance defined for {dtype}") from None
+
+
+def rel_l2_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """``‖out − ref‖₂ / ‖ref‖₂`` in float64 (NaN if either holds NaN or inf)."""
+    out64 = out.detach().to("cpu", torch.float64)
+    ref64 = ref.detach().to("cpu", torch.float64)
+    if not (torch.isfinite(out64).all() and torch.isfinite(ref64).all()):
+        return math.nan
+    diff = torch.linalg.vector_norm(out64 - ref64).item()
+    scale = torch.linalg.vector_norm(ref64).item()
+    return diff / scale if scale > 0 else diff
+
+
+def assert_close(
+    out: torch.Tensor,
+    ref: torch.Tensor,
+    *,
+    dtype: torch.dtype | None = None,
+    tol: float | None = None,
+    name: str = "output",
+) -> float:
+    """Fail with a readable report unless ``out`` matches ``ref``.
+
+    The bar is ``tol`` if given, else the tolerance of ``dtype`` (default:
+    ``out.dtype``). Returns the relative L2 error so a caller can log it.
+    """
+    if out.shape != ref.shape:
+        raise AssertionError(f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
+    bar = tol if tol is not None else tolerance(dtype or out.dtype)
+    error = rel_l2_error(out, ref)
+    if error <= bar:  # False for NaN, by design
+        return error
+    raise AssertionError(_report(out, ref, error, bar, name))
+
+
+def _report(out: torch.Tensor, ref: torch.Tensor, error: float, bar: float, name: str) -> str:
+    out64 = out.detach().to("cpu", torch.float64)
+    ref64 = ref.detach().to("cpu", torch.float64)
+    lines = [
+        f"{name} differs from the reference: relative L2 error {error:.3e} > tolerance {bar:.1e}",
+        f"  shape {tuple(out.shape)}, dtype {out.dtype} (reference {ref.dtype})",
+    ]
+    nonfinite = (~torch.isfinite(out64)).sum().item()
+    if nonfinite:
+        first = tuple(torch.nonzero(~torch.isfinite(out64))[0].tolist())
+        lines.append(
+            f"  {nonfinite} of {out.numel()} elements are NaN/inf (first at index {first}); "
+            "NaN in a poisoned buffer means an element was never written"
+        )
+    finite = torch.isfinite(out64) & torch.isfinite(ref64)
+    if finite.any():
+        abs_err = torch.where(finite, (out64 - ref64).abs(), torch.zeros_like(out64))
+        worst = torch.argmax(abs_err)
+        index = tuple(int(i) for i in torch.unravel_index(worst, out.shape))
+        lines.append(
+            f"  max abs error {abs_err.flatten()[worst].item():.3e} at index {index}: "
+            f"got {out64.flatten()[worst].item():.6g}, expected {ref64.flatten()[worst].item():.6g}"
+        )
+    return "\n".join(lines)
+
+
+def random_tensor(
+    shape: tuple[int, ...] | int,
+    dtype: torch.dtype = torch.float32,
+    *,
+    device: str = DEVICE,
+    scale: float = 1.0,
+    offset: float = 0.0,
+    requires_grad: bool = False,
+) -> torch.Tensor:
+    """Normal random values ``offset + scale·N(0, 1)``, drawn in fp32 then cast.
+
+    Drawing in fp32 and casting gives the same distribution for every dtype,
+    and integer dtypes get small random integers.
+    """
+    values = torch.randn(shape, dtype=torch.float32, device=device) * scale + offset
+    if not dtype.is_floating_point:
+        values = values.mul(100).round()
+    return values.to(dtype).requires_grad_(requires_grad)
+
+
+def poisoned(shape: tuple[int, ...], dtype: torch.dtype, *, device: str = DEVICE) -> torch.Tensor:
+    """An output buffer whose every element fails a comparison until written."""
+    if dtype.is_floating_point:
+        return torch.full(shape, math.nan, dtype=dtype, device=device)
+    return torch.full(shape, torch.iinfo(dtype).min, dtype=dtype, device=device)
+
+
+def poison_allocations(monkeypatch, module) -> None:
+    """Make ``torch.empty``/``torch.empty_like`` inside ``module`` return poisoned buffers.
+
+    Launchers allocate their outputs with ``torch.empty``; in tests we want
+    those buffers full of NaN so that an element the kernel forgot to write
+    cannot pass as whatever the allocator happened to leave there.
+    """
+
+    class _PoisoningTorch:
+        def __getattr__(self, attr):
+            return getattr(torch, attr)
+
+        @staticmethod
+        def empty(*size, dtype=None, device=None, **kwargs):
+            shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+            return poisoned(shape, dtype or torch.get_default_dtype(), device=device or "cpu")
+
+        @staticmethod
+        def empty_like(t, *, dtype=None, device=None, **kwargs):
+            return poisoned(tuple(t.shape), dtype or t.dtype, device=device or t.device)
+
+    monkeypatch.setattr(module, "torch", _PoisoningTorch())

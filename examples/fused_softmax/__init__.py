@@ -1,0 +1,1 @@
+"""Chapter: fused softmax, one read and one write per element."""

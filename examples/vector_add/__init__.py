@@ -1,0 +1,1 @@
+"""Chapter: vector addition, the Triton programming model in one kernel."""

@@ -1,0 +1,143 @@
+"""fused_softmax: forward and backward against float64 PyTorch on fresh random inputs."""
+
+import math
+
+import pytest
+import torch
+
+from academy import DEVICE
+from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from examples.fused_softmax import kernel
+from examples.fused_softmax.kernel import launch_config, naive_softmax, reference, softmax
+
+SHAPES = [(1, 1), (3, 7), (5, 127), (33, 1000), (2, 3, 1025), (4, 3001)]
+
+
+@pytest.fixture(autouse=True)
+def _poison_outputs(monkeypatch):
+    poison_allocations(monkeypatch, kernel)
+
+
+@pytest.fixture(params=["one-pass", "online"])
+def path(request, monkeypatch):
+    """Run each test through both kernels: shrinking the limits sends every
+    row above 64 columns through the online kernels, in chunks of 64."""
+    if request.param == "online":
+        monkeypatch.setattr(kernel, "MAX_FUSED_COLS", 64)
+        monkeypatch.setattr(kernel, "ONLINE_BLOCK_N", 64)
+    return request.param
+
+
+def _float64_softmax_and_grad(x, dy):
+    x64 = x.detach().to(torch.float64).requires_grad_()
+    y64 = torch.softmax(x64, dim=-1)
+    y64.backward(dy.to(torch.float64))
+    return y64.detach(), x64.grad
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_forward_and_backward(shape, dtype, path):
+    x = random_tensor(shape, dtype, scale=3.0, requires_grad=True)
+    dy = random_tensor(shape, dtype)
+    y = softmax(x)
+    y.backward(dy)
+    y_expected, dx_expected = _float64_softmax_and_grad(x, dy)
+    assert y.dtype == dtype and x.grad.dtype == dtype
+    assert_close(y, y_expected, dtype=dtype, name="y")
+    assert_close(x.grad, dx_expected, dtype=dtype, name="dx")
+
+
+def test_rows_sum_to_one(path):
+    y = softmax(random_tensor((17, 300), scale=5.0))
+    assert_close(y.sum(-1), torch.ones(17, device=DEVICE), tol=1e-6)
+
+
+def test_large_logits_do_not_overflow(path):
+    """exp(1000) overflows fp32: only the max-subtracted form survives."""
+    x = random_tensor((4, 200)) * 1000
+    y = softmax(x)
+    assert torch.isfinite(y).all()
+    assert_close(y, _float64_softmax_and_grad(x, torch.zeros_like(x))[0], dtype=torch.float32)
+
+
+def test_masked_entries_and_fully_masked_rows(path):
+    """-inf entries (attention-style masks) get probability 0; a row that is
+    all -inf is NaN, as in PyTorch."""
+    x = random_tensor((3, 50))
+    x[0, ::2] = -math.inf
+    x[2, :] = -math.inf
+    y, expected = softmax(x), torch.softmax(x, dim=-1)
+    assert torch.equal(y[0, ::2], torch.zeros(25, device=DEVICE))
+    assert_close(y[:2], expected[:2], dtype=torch.float32)
+    assert torch.isnan(y[2]).all() and torch.isnan(expected[2]).all()
+
+
+def test_row_strided_input(path):
+    base = random_tensor((20, 300))
+    x = base[::2, 10:260]  # every other row, a column window: row stride 600, unit column stride
+    assert_close(softmax(x), torch.softmax(x, dim=-1), dtype=torch.float32)
+
+
+def test_column_strided_input_is_copied_not_misread():
+    x = random_tensor((64, 30)).t()  # column stride 30
+    assert_close(softmax(x), torch.softmax(x, dim=-1), dtype=torch.float32)
+
+
+def test_wide_rows_take_the_online_path_at_full_size():
+    x = random_tensor((2, kernel.MAX_FUSED_COLS + 3001), scale=4.0)
+    assert_close(softmax(x), torch.softmax(x.double(), dim=-1), dtype=torch.float32)
+
+
+def test_naive_softmax_matches():
+    x = random_tensor((9, 333), scale=3.0)
+    assert_close(naive_softmax(x), torch.softmax(x, dim=-1), dtype=torch.float32)
+
+
+def test_reference_is_torch():
+    x = random_tensor((5, 77), torch.bfloat16)
+    assert torch.equal(reference(x), torch.softmax(x.float(), -1).bfloat16())
+
+
+def test_empty_batch_returns_empty():
+    x = torch.empty((0, 10), device=DEVICE)
+    assert softmax(x).shape == (0, 10)
+
+
+@pytest.mark.parametrize("n_cols", [1, 100, 1024, 4096, 32768])
+def test_launch_config_fits_the_row(n_cols):
+    config = launch_config(n_cols)
+    assert config["BLOCK_N"] >= n_cols
+    assert config["BLOCK_N"] & (config["BLOCK_N"] - 1) == 0
+    assert config["num_warps"] in (4, 8, 16, 32)
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: random_tensor(5, torch.float64), TypeError, "supported"),
+        (lambda: torch.tensor(1.0, device=DEVICE), ValueError, "at least one dimension"),
+        (lambda: torch.empty((3, 0), device=DEVICE), ValueError, "empty last dimension"),
+        (lambda: [[1.0, 2.0]], TypeError, "torch.Tensor"),
+        (lambda: torch.ones(4, dtype=torch.int64, device=DEVICE), TypeError, "supported"),
+    ],
+)
+def test_bad_input_raises_clear_error(make, error, message):
+    with pytest.raises(error, match=message):
+        softmax(make())
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="a CPU tensor is the right device under the interpreter")
+def test_wrong_device_raises():
+    with pytest.raises(ValueError, match="kernels run on"):
+        softmax(torch.ones(4, 4))
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="2**31 + elements: GPU only")
+def test_row_offsets_beyond_int32():
+    n_cols = 4096
+    n_rows = 2**31 // n_cols + 3  # the last rows start past 2**31 elements
+    x = torch.randn(n_rows, n_cols, device=DEVICE, dtype=torch.bfloat16)
+    y = softmax(x)
+    tail = slice(n_rows - 3, n_rows)
+    assert_close(y[tail], reference(x[tail]), dtype=torch.bfloat16)
