@@ -26,7 +26,7 @@ def git_commit() -> tuple[str, bool]:
     """(commit, dirty). A copy of the tree without ``.git`` (as on a lent GPU
     machine) passes them in ``ACADEMY_GIT_COMMIT`` / ``ACADEMY_GIT_DIRTY``."""
     commit = _run("git", "rev-parse", "HEAD") or os.environ.get("ACADEMY_GIT_COMMIT", "unknown")
-    status = _run("git", "status", "--porcelain")
+    status = _run("git", "status", "--porcelain", "--untracked-files=no")
     dirty = bool(status) if status is not None else os.environ.get("ACADEMY_GIT_DIRTY", "1") == "1"
     return commit, dirty
 

@@ -1,0 +1,1 @@
+"""Benchmark harness: specs, runner (GPU), peers, results files, rendering."""
