@@ -73,6 +73,7 @@ class Results:
     ceilings: Ceilings
     rows: list[Row]
     skipped: dict[str, str] = field(default_factory=dict)  # provider -> why it did not run
+    timing: str = ""  # how each row's time was taken, in words, for the page
     schema: int = SCHEMA_VERSION
 
     @property
@@ -97,6 +98,7 @@ class Results:
             ceilings=Ceilings(**data["ceilings"]),
             rows=[Row(**row) for row in data["rows"]],
             skipped=dict(data.get("skipped", {})),
+            timing=data.get("timing", ""),
         )
 
 

@@ -10,6 +10,8 @@ Run this file (``python -m examples.fused_softmax.kernel``) for a quick check.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -161,6 +163,7 @@ ONLINE_BLOCK_N = 16384
 ONLINE_NUM_WARPS = 32
 
 
+@functools.lru_cache(maxsize=None)
 def launch_config(n_cols: int, min_elements: int) -> dict[str, int]:
     """Block shape and warps for the one-pass kernels.
 
@@ -265,7 +268,9 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     _check_input(x)
     if x.numel() == 0:  # rows of a valid width, but no rows
         return torch.empty_like(x).requires_grad_(x.requires_grad)
-    return _Softmax.apply(x)
+    if x.requires_grad and torch.is_grad_enabled():
+        return _Softmax.apply(x)
+    return _forward(x)  # (2)!
 # --8<-- [end:autograd]
 
 
