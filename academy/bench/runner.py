@@ -40,8 +40,9 @@ def load_spec(slug: str) -> BenchSpec:
 
 TIMING = (
     "GPU time of one call, from CUDA-graph replays: each replay runs the call once per "
-    "input copy, on enough copies to exceed 4× the L2 cache so every call reads from HBM; "
-    "median and 20th/80th percentiles over at least 100 ms of replays, after warm-up."
+    "input copy, on enough copies to exceed 4× the L2 cache, each writing its own outputs, "
+    "so every call reads and writes HBM; median and 20th/80th percentiles over at least "
+    "100 ms of replays, after warm-up."
 )
 L2_MULTIPLE = 4
 MAX_COPIES = 64
@@ -54,11 +55,17 @@ def time_ms(fn: Callable[[], object]) -> tuple[float, float, float]:
     return median, p20, p80
 
 
-def time_graph_ms(thunks: Sequence[Callable[[], object]], reset: Callable[[], None]) -> tuple[float, float, float]:
+def time_graph_ms(
+    thunks: Sequence[Callable[[], object]],
+    release: Callable[[], None],
+    reset: Callable[[], None],
+) -> tuple[float, float, float]:
     """(median, p20, p80) in ms of one call, from replays of a graph that runs every thunk once.
 
-    ``reset`` runs before capture (e.g. clearing ``.grad`` so the captured
-    backward writes fresh gradients instead of accumulating).
+    ``reset`` runs before each warm-up round and before capture (e.g. clearing
+    ``.grad`` so the captured backward writes fresh gradients instead of
+    accumulating); ``release`` drops the outputs the thunks kept, after each
+    warm-up round and after capture.
     """
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -67,12 +74,14 @@ def time_graph_ms(thunks: Sequence[Callable[[], object]], reset: Callable[[], No
             reset()
             for thunk in thunks:
                 thunk()
+            release()
     torch.cuda.current_stream().wait_stream(side)
     reset()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for thunk in thunks:
             thunk()
+    release()  # the graph's pool keeps the addresses; each replay rewrites them
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(5):
@@ -152,10 +161,18 @@ def _verify(op, reference, inputs, grad, dtype) -> float:
     return worst
 
 
-def _thunk(op, inputs, grad) -> Callable[[], object]:
+def _thunk(op, inputs, grad, keep: list) -> Callable[[], object]:
+    """One timed call. Outputs go into ``keep`` so that, while a graph is
+    captured, no call's output memory is freed and handed to the next call:
+    reused, L2-resident output buffers would let every provider write faster
+    than HBM allows."""
     if grad is None:
-        return lambda: op(*inputs)
-    return lambda: op(*inputs).backward(grad)
+        return lambda: keep.append(op(*inputs))
+    def forward_backward() -> None:
+        out = op(*inputs)
+        out.backward(grad)
+        keep.append(out)
+    return forward_backward
 
 
 def _copies_needed(spec: BenchSpec, case: Case) -> int:
@@ -194,7 +211,8 @@ def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceiling: flo
                 raise WrongResult(f"our kernel is wrong on {case}: {wrong}") from None
             failures[name] = f"wrong result on {dict(case.params)} {case.dtype_name} {case.mode}: {wrong}"
             continue
-        median, p20, p80 = time_graph_ms([_thunk(op, inputs, grad) for inputs in copies], clear_grads)
+        kept: list[torch.Tensor] = []
+        median, p20, p80 = time_graph_ms([_thunk(op, inputs, grad, kept) for inputs in copies], kept.clear, clear_grads)
         clear_grads()
         work = spec.work(case)
         rate = work / median / (1e6 if spec.metric == "bandwidth" else 1e9)

@@ -52,15 +52,17 @@ def softmax_forward_kernel(
     x = tl.load(
         x_ptr + row_offsets * x_row_stride + cols[None, :],
         mask=mask, other=-float("inf"),  # (3)!
-    ).to(tl.float32)  # (4)!
-    row_max = tl.max(x, axis=1)  # (5)!
-    numerator = tl.exp(x - row_max[:, None])  # (6)!
-    denominator = tl.sum(numerator, axis=1)
-    y = numerator / denominator[:, None]
+        eviction_policy="evict_first",  # (4)!
+    ).to(tl.float32)  # (5)!
+    row_max = tl.max(x, axis=1)  # (6)!
+    numerator = tl.exp(x - row_max[:, None])  # (7)!
+    denominator = tl.sum(numerator, axis=1)  # (8)!
+    y = numerator / denominator[:, None]  # (9)!
 
     tl.store(
         y_ptr + row_offsets * y_row_stride + cols[None, :],
-        y.to(y_ptr.dtype.element_ty), mask=mask,  # (7)!
+        y.to(y_ptr.dtype.element_ty), mask=mask,  # (10)!
+        eviction_policy="evict_first",
     )
 # --8<-- [end:forward_kernel]
 
@@ -73,30 +75,30 @@ def softmax_online_forward_kernel(
     x_row_stride, y_row_stride,
     BLOCK_N: tl.constexpr,  # a chunk of the row; the row is wider
 ):
-    row = tl.program_id(0).to(tl.int64)
+    row = tl.program_id(0).to(tl.int64)  # (1)!
     x_row = x_ptr + row * x_row_stride
     y_row = y_ptr + row * y_row_stride
 
     # Pass 1: every lane keeps its own running maximum and running sum.
-    running_max = tl.full([BLOCK_N], -float("inf"), tl.float32)
+    running_max = tl.full([BLOCK_N], -float("inf"), tl.float32)  # (2)!
     running_sum = tl.zeros([BLOCK_N], tl.float32)
     for start in range(0, n_cols, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
         new_max = tl.maximum(running_max, x)
-        safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)  # (1)!
-        running_sum = running_sum * tl.exp(running_max - safe_max) + tl.exp(x - safe_max)  # (2)!
+        safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)  # (3)!
+        running_sum = running_sum * tl.exp(running_max - safe_max) + tl.exp(x - safe_max)  # (4)!
         running_max = new_max
 
     # Combine the lanes: rescale each lane's sum to the row's maximum.
-    row_max = tl.max(running_max, axis=0)
-    row_sum = tl.sum(running_sum * tl.exp(running_max - row_max), axis=0)  # (3)!
+    row_max = tl.max(running_max, axis=0)  # (5)!
+    row_sum = tl.sum(running_sum * tl.exp(running_max - row_max), axis=0)  # (6)!
 
     # Pass 2: read the row again and write the normalised values.
     for start in range(0, n_cols, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         mask = cols < n_cols
-        x = tl.load(x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        x = tl.load(x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)  # (7)!
         y = tl.exp(x - row_max) / row_sum
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 # --8<-- [end:online_forward_kernel]
@@ -116,10 +118,10 @@ def softmax_backward_kernel(
     mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
     row_offsets = rows.to(tl.int64)[:, None]
 
-    y = tl.load(y_ptr + row_offsets * y_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    y = tl.load(y_ptr + row_offsets * y_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)  # (1)!
     dy = tl.load(dy_ptr + row_offsets * dy_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    dot = tl.sum(y * dy, axis=1)  # (1)!
-    dx = y * (dy - dot[:, None])  # (2)!
+    dot = tl.sum(y * dy, axis=1)  # (2)!
+    dx = y * (dy - dot[:, None])  # (3)!
     tl.store(dx_ptr + row_offsets * dx_row_stride + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
 # --8<-- [end:backward_kernel]
 
@@ -137,21 +139,21 @@ def softmax_online_backward_kernel(
     dy_row = dy_ptr + row * dy_row_stride
     dx_row = dx_ptr + row * dx_row_stride
 
-    partial_dot = tl.zeros([BLOCK_N], tl.float32)  # one partial sum per lane
+    partial_dot = tl.zeros([BLOCK_N], tl.float32)  # (1)!
     for start in range(0, n_cols, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         mask = cols < n_cols
         y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32)
         partial_dot += y * dy
-    dot = tl.sum(partial_dot, axis=0)
+    dot = tl.sum(partial_dot, axis=0)  # (2)!
 
     for start in range(0, n_cols, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         mask = cols < n_cols
         y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32)
-        tl.store(dx_row + cols, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)
+        tl.store(dx_row + cols, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)  # (3)!
 # --8<-- [end:online_backward_kernel]
 
 
@@ -195,22 +197,22 @@ SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 def _as_rows(t: torch.Tensor) -> torch.Tensor:
     """View ``t`` as (rows, n_cols) with unit column stride, copying only if needed."""
-    rows = t.reshape(-1, t.shape[-1])
-    return rows if rows.stride(-1) == 1 else rows.contiguous()
+    rows = t.reshape(-1, t.shape[-1])  # (1)!
+    return rows if rows.stride(-1) == 1 else rows.contiguous()  # (2)!
 
 
 def _forward(x: torch.Tensor) -> torch.Tensor:
     x_rows = _as_rows(x)
     n_rows, n_cols = x_rows.shape
     y_rows = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
-    if n_cols <= MAX_FUSED_COLS:
+    if n_cols <= MAX_FUSED_COLS:  # (3)!
         config = launch_config(n_cols, FORWARD_MIN_ELEMENTS)
-        grid = (triton.cdiv(n_rows, config["BLOCK_M"]),)
+        grid = (triton.cdiv(n_rows, config["BLOCK_M"]),)  # (4)!
         softmax_forward_kernel[grid](
             x_rows, y_rows, n_rows, n_cols, x_rows.stride(0), y_rows.stride(0), **config
         )
     else:
-        softmax_online_forward_kernel[(n_rows,)](
+        softmax_online_forward_kernel[(n_rows,)](  # (5)!
             x_rows, y_rows, n_cols, x_rows.stride(0), y_rows.stride(0),
             BLOCK_N=ONLINE_BLOCK_N, num_warps=ONLINE_NUM_WARPS,
         )
@@ -244,7 +246,7 @@ def _check_input(x: torch.Tensor) -> None:
         raise ValueError("x must have at least one dimension (softmax runs over the last)")
     if x.shape[-1] == 0:
         raise ValueError(f"x has shape {tuple(x.shape)}: softmax over an empty last dimension is undefined")
-    if x.numel() // x.shape[-1] > 2**31 - 1:
+    if x.numel() // x.shape[-1] > 2**31 - 1:  # (6)!
         raise ValueError(f"x has {x.numel() // x.shape[-1]} rows; at most 2**31 - 1 are supported")
 # --8<-- [end:launcher]
 

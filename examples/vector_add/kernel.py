@@ -53,15 +53,15 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     _check_inputs(x, y)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_elements = x.numel()
-    if n_elements == 0:
+    if n_elements == 0:  # (1)!
         return out
-    grid = (triton.cdiv(n_elements, BLOCK_SIZE),)  # (1)!
+    grid = (triton.cdiv(n_elements, BLOCK_SIZE),)  # (2)!
     add_kernel[grid](
-        x, y, out,  # (2)!
+        x, y, out,  # (3)!
         n_elements,
-        _flat_stride(x), _flat_stride(y),
+        _flat_stride(x), _flat_stride(y),  # (4)!
         BLOCK_SIZE=BLOCK_SIZE,
-        num_warps=8,  # (3)!
+        num_warps=8,  # (5)!
     )
     return out
 
