@@ -118,12 +118,11 @@ def test_empty_batch_returns_empty():
 
 
 @pytest.mark.parametrize("n_cols", [1, 100, 1024, 4096, 32768])
-@pytest.mark.parametrize("min_elements", [kernel.FORWARD_MIN_ELEMENTS, kernel.BACKWARD_MIN_ELEMENTS])
-def test_launch_config_fits_the_row(n_cols, min_elements):
-    config = launch_config(n_cols, min_elements)
+def test_launch_config_fits_the_row(n_cols):
+    config = launch_config(n_cols)
     assert config["BLOCK_N"] >= n_cols
     assert config["BLOCK_N"] & (config["BLOCK_N"] - 1) == 0
-    assert config["BLOCK_M"] * config["BLOCK_N"] >= min_elements
+    assert config["BLOCK_M"] * config["BLOCK_N"] >= kernel.MIN_ELEMENTS_PER_PROGRAM
     assert config["num_warps"] in (1, 2, 4, 8, 16, 32)
 
 

@@ -19,7 +19,6 @@ import triton
 import triton.language as tl
 
 from examples.fused_softmax.kernel import (
-    FORWARD_MIN_ELEMENTS,
     MAX_FUSED_COLS,
     _as_rows,
     _check_input,
@@ -62,7 +61,7 @@ def log_softmax(x: torch.Tensor) -> torch.Tensor:
     y_rows = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     if n_rows == 0:
         return y_rows.view(x.shape)
-    config = launch_config(n_cols, FORWARD_MIN_ELEMENTS)
+    config = launch_config(n_cols)
     grid = (triton.cdiv(n_rows, config["BLOCK_M"]),)
     log_softmax_kernel[grid](x_rows, y_rows, n_rows, n_cols, x_rows.stride(0), y_rows.stride(0), **config)
     return y_rows.view(x.shape)
@@ -106,7 +105,7 @@ def softmax_with_temperature(x: torch.Tensor, temperature: float) -> torch.Tenso
     y_rows = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     if n_rows == 0:
         return y_rows.view(x.shape)
-    config = launch_config(n_cols, FORWARD_MIN_ELEMENTS)
+    config = launch_config(n_cols)
     grid = (triton.cdiv(n_rows, config["BLOCK_M"]),)
     softmax_temperature_kernel[grid](
         x_rows, y_rows, 1.0 / temperature, n_rows, n_cols, x_rows.stride(0), y_rows.stride(0), **config

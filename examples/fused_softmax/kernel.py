@@ -52,17 +52,15 @@ def softmax_forward_kernel(
     x = tl.load(
         x_ptr + row_offsets * x_row_stride + cols[None, :],
         mask=mask, other=-float("inf"),  # (3)!
-        eviction_policy="evict_first",  # (4)!
-    ).to(tl.float32)  # (5)!
-    row_max = tl.max(x, axis=1)  # (6)!
-    numerator = tl.exp(x - row_max[:, None])  # (7)!
-    denominator = tl.sum(numerator, axis=1)  # (8)!
-    y = numerator / denominator[:, None]  # (9)!
+    ).to(tl.float32)  # (4)!
+    row_max = tl.max(x, axis=1)  # (5)!
+    numerator = tl.exp(x - row_max[:, None])  # (6)!
+    denominator = tl.sum(numerator, axis=1)  # (7)!
+    y = numerator / denominator[:, None]  # (8)!
 
     tl.store(
         y_ptr + row_offsets * y_row_stride + cols[None, :],
-        y.to(y_ptr.dtype.element_ty), mask=mask,  # (10)!
-        eviction_policy="evict_first",
+        y.to(y_ptr.dtype.element_ty), mask=mask,  # (9)!
     )
 # --8<-- [end:forward_kernel]
 
@@ -166,28 +164,26 @@ ONLINE_NUM_WARPS = 32
 
 
 @functools.lru_cache(maxsize=None)
-def launch_config(n_cols: int, min_elements: int) -> dict[str, int]:
-    """Block shape and warps for the one-pass kernels.
+def launch_config(n_cols: int) -> dict[str, int]:
+    """Block shape and warps for the one-pass kernels (forward and backward).
 
-    Two rules, both read off a sweep of every (BLOCK_M, num_warps) pair on an
-    H100 (the chapter's page shows why):
+    Two rules, read off a sweep of (BLOCK_M, num_warps) pairs on an H100,
+    timed as the benchmarks are:
 
-    * a program must own at least ``min_elements`` values, or it finishes
+    * a program owns at least ``MIN_ELEMENTS_PER_PROGRAM`` values, or it ends
       before its loads have hidden the memory latency: narrow rows are packed
       several to a program;
-    * each thread holds 32 values (four 16-byte loads of bf16), which sets
-      ``num_warps``: fewer values per thread leave too few loads in flight,
-      more spill registers at wide rows.
+    * a thread holds 16 values (two 16-byte loads of bf16), which sets
+      ``num_warps``; at the 32-warp cap (rows above 16K) a thread holds more.
     """
     block_n = triton.next_power_of_2(n_cols)
-    block_m = max(1, min_elements // block_n)  # (1)!
-    values_per_thread = 32
-    num_warps = min(32, max(1, block_m * block_n // (32 * values_per_thread)))  # (2)!
+    block_m = max(1, MIN_ELEMENTS_PER_PROGRAM // block_n)  # (1)!
+    num_warps = min(32, max(1, block_m * block_n // (32 * VALUES_PER_THREAD)))  # (2)!
     return {"BLOCK_M": block_m, "BLOCK_N": block_n, "num_warps": num_warps}
 
 
-FORWARD_MIN_ELEMENTS = 2048
-BACKWARD_MIN_ELEMENTS = 8192  # two input streams: more rows per program measured faster
+MIN_ELEMENTS_PER_PROGRAM = 2048
+VALUES_PER_THREAD = 16
 # --8<-- [end:launch_config]
 
 
@@ -206,7 +202,7 @@ def _forward(x: torch.Tensor) -> torch.Tensor:
     n_rows, n_cols = x_rows.shape
     y_rows = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     if n_cols <= MAX_FUSED_COLS:  # (3)!
-        config = launch_config(n_cols, FORWARD_MIN_ELEMENTS)
+        config = launch_config(n_cols)
         grid = (triton.cdiv(n_rows, config["BLOCK_M"]),)  # (4)!
         softmax_forward_kernel[grid](
             x_rows, y_rows, n_rows, n_cols, x_rows.stride(0), y_rows.stride(0), **config
@@ -225,7 +221,7 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     dx_rows = torch.empty((n_rows, n_cols), dtype=y.dtype, device=y.device)
     strides = (y_rows.stride(0), dy_rows.stride(0), dx_rows.stride(0))
     if n_cols <= MAX_FUSED_COLS:
-        config = launch_config(n_cols, BACKWARD_MIN_ELEMENTS)
+        config = launch_config(n_cols)
         grid = (triton.cdiv(n_rows, config["BLOCK_M"]),)
         softmax_backward_kernel[grid](y_rows, dy_rows, dx_rows, n_rows, n_cols, *strides, **config)
     else:
