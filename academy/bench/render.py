@@ -496,6 +496,8 @@ def provenance(results: Results, *, current_kernel_hash: str | None = None) -> s
         ("Copy ceiling", f"{fmt_rate(ceil.copy_gbps, 'GB/s')} (device-to-device copy of {fmt(ceil.copy_bytes / 1e9)} GB, read + write)"),
         ("Matmul ceiling", f"{fmt_rate(ceil.matmul_tflops, 'TFLOP/s')} (bf16 {ceil.matmul_size}×{ceil.matmul_size}×{ceil.matmul_size})"),
     ]
+    if results.timing:
+        fields.append(("Timing", results.timing))
     if results.skipped:
         fields.append(("Not measured", "; ".join(f"{provider_label(p)}: {why}" for p, why in results.skipped.items())))
     body = "| | |\n|:--|:--|\n" + "\n".join(f"| {k} | {v} |" for k, v in fields)
