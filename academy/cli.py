@@ -1,10 +1,12 @@
 """``academy``: the command line of the handbook.
 
-    academy env                 device, versions, interpreter mode
-    academy check SLUG...       run a chapter's tests on this machine's device
-    academy bench SLUG... [--quick] [--out DIR]
-                                measure on a GPU and write results files
-    academy results             list results files and whether they are stale
+```text
+academy env                 device, versions, interpreter mode
+academy check SLUG...       run a chapter's tests on this machine's device
+academy bench SLUG... [--quick] [--out DIR]
+                            measure on a GPU and write results files
+academy results             list results files; exit 1 if any is stale
+```
 """
 
 from __future__ import annotations
