@@ -38,7 +38,15 @@ class Chapter:
 
     @property
     def page(self) -> Path:
-        return DOCS_DIR / "kernels" / f"{self.slug}.md"
+        """The chapter's page: a kernel deep-dive, or the tutorial that owns the kernel."""
+        deep_dive = DOCS_DIR / "kernels" / f"{self.slug}.md"
+        tutorial = DOCS_DIR / "tutorials" / f"{self.slug}.py"
+        return tutorial if tutorial.is_file() and not deep_dive.is_file() else deep_dive
+
+    @property
+    def nav_path(self) -> str:
+        """The page's path as mkdocs.yml's nav names it."""
+        return self.page.relative_to(DOCS_DIR).as_posix()
 
     @property
     def test_file(self) -> Path:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from academy.chapters import DOCS_DIR, EXAMPLES_DIR, REPO_ROOT, all_chapters
+from academy.chapters import DOCS_DIR, EXAMPLES_DIR, REPO_ROOT, Chapter, all_chapters
 
 # ---------------------------------------------------------------- parsing helpers
 
@@ -260,8 +260,11 @@ CHAPTERS = all_chapters()
 
 @pytest.mark.parametrize("slug", [c.slug for c in CHAPTERS] or [None])
 def test_chapter_has_every_part(slug):
+    """A chapter's page is docs/kernels/<slug>.md, or docs/tutorials/<slug>.py
+    when a Learn tutorial owns the kernel."""
     if slug is None:
         pytest.skip("no chapter under examples/ yet")
+    chapter = Chapter(slug)
     missing = [
         _rel(p)
         for p in (
@@ -269,12 +272,12 @@ def test_chapter_has_every_part(slug):
             EXAMPLES_DIR / slug / "kernel.py",
             EXAMPLES_DIR / slug / "bench.py",
             REPO_ROOT / "tests" / f"test_{slug}.py",
-            DOCS_DIR / "kernels" / f"{slug}.md",
+            chapter.page,
         )
         if not p.is_file()
     ]
     assert not missing, f"chapter {slug!r} is missing: {', '.join(missing)}"
-    assert f"kernels/{slug}.md" in _mkdocs_nav(), f"mkdocs.yml nav has no entry kernels/{slug}.md"
+    assert chapter.nav_path in _mkdocs_nav(), f"mkdocs.yml nav has no entry {chapter.nav_path}"
 
 
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=_rel)
