@@ -28,17 +28,35 @@
     throwOnError: false, // a bad formula shows as .katex-error (the site test looks for it)
   };
 
+  // Notebook pages (mkdocs-jupyter) leave TeX in markdown cells as typed,
+  // with Jupyter's $…$ and $$…$$ delimiters and no arithmatex wrapper.
+  var notebookOptions = {
+    delimiters: [
+      { left: "$$", right: "$$", display: true },
+      { left: "\\[", right: "\\]", display: true },
+      { left: "$", right: "$", display: false },
+      { left: "\\(", right: "\\)", display: false },
+    ],
+    throwOnError: false,
+  };
+
+  function collect(root, selector) {
+    var nodes = [];
+    if (root.nodeType === 1 && root.matches(selector)) nodes.push(root);
+    if (root.querySelectorAll) {
+      nodes = nodes.concat(Array.prototype.slice.call(root.querySelectorAll(selector)));
+    }
+    return nodes;
+  }
+
   function renderIn(root) {
     if (typeof renderMathInElement !== "function") return;
-    var nodes = [];
-    if (root.nodeType === 1 && root.classList.contains("arithmatex")) nodes.push(root);
-    if (root.querySelectorAll) {
-      nodes = nodes.concat(Array.prototype.slice.call(root.querySelectorAll(".arithmatex")));
-    }
-    nodes.forEach(function (el) {
-      if (el.hasAttribute(DONE)) return;
-      el.setAttribute(DONE, "");
-      renderMathInElement(el, options);
+    [[".arithmatex", options], [".jp-RenderedMarkdown", notebookOptions]].forEach(function (pair) {
+      collect(root, pair[0]).forEach(function (el) {
+        if (el.hasAttribute(DONE)) return;
+        el.setAttribute(DONE, "");
+        renderMathInElement(el, pair[1]);
+      });
     });
   }
 

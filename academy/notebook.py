@@ -1,0 +1,85 @@
+"""Helpers for the executed tutorials (``docs/tutorials/*.py``).
+
+A notebook page cannot use the snippet includes and hook directives of the
+Markdown pages, so these functions do the same jobs from a code cell:
+
+* :func:`show` displays a named section of a file under ``examples/``;
+* :func:`answer` displays an exercise's answer in a collapsed block;
+* :func:`bench_table` and :func:`bench_plot` render committed GPU results,
+  exactly as the chapter pages do (a note when nothing is measured yet).
+"""
+
+from __future__ import annotations
+
+import html
+
+from academy.bench import render
+from academy.bench.results import load
+from academy.chapters import REPO_ROOT, chapter
+
+
+def section(ref: str) -> str:
+    """The text of ``"path/to/file.py:name"`` between its ``--8<--`` markers.
+
+    Marker lines of sections nested inside are dropped, as the snippet
+    extension drops them from the Markdown pages.
+    """
+    path, _, name = ref.partition(":")
+    lines = (REPO_ROOT / path).read_text().splitlines()
+    start, end = f"# --8<-- [start:{name}]", f"# --8<-- [end:{name}]"
+    try:
+        first = next(i for i, line in enumerate(lines) if line.strip() == start)
+        last = next(i for i, line in enumerate(lines) if line.strip() == end)
+    except StopIteration:
+        raise ValueError(f"no section {name!r} in {path}") from None
+    body = [line for line in lines[first + 1 : last] if "# --8<-- [" not in line]
+    return "\n".join(body)
+
+
+def _markdown(text: str):
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+def show(ref: str):
+    """Display a named section of an example file as highlighted code."""
+    return _markdown(f"```python\n{section(ref)}\n```")
+
+
+def answer(ref: str, title: str = "Answer"):
+    """Display a section collapsed under ``title``; the reader opens it."""
+    from IPython.display import HTML
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    code = highlight(section(ref), PythonLexer(), HtmlFormatter(cssclass="highlight"))
+    return HTML(f"<details class='success'><summary>{html.escape(title)}</summary>{code}</details>")
+
+
+def _results(slug: str):
+    return [load(path) for path in chapter(slug).results_files()]
+
+
+def _not_measured(slug: str):
+    return _markdown(f"*Not measured on a GPU yet: run `academy bench {slug}` on one and commit the results file.*")
+
+
+def bench_table(slug: str, **filters):
+    """The results table(s) of a chapter, one per GPU measured (``sweep=``, ``mode=``, ``dtype=`` filter)."""
+    measured = _results(slug)
+    if not measured:
+        return _not_measured(slug)
+    parts = [f"**{render.gpu_label(r)}** ({r.provenance.date[:10]})\n\n{render.table(r, **filters)}" for r in measured]
+    return _markdown("\n\n".join(parts))
+
+
+def bench_plot(slug: str, **filters):
+    """The results plot of a chapter on each GPU measured (``sweep=``, ``mode=``, ``dtype=``)."""
+    from IPython.display import HTML
+
+    measured = _results(slug)
+    if not measured:
+        return _not_measured(slug)
+    return HTML("".join(render.plot(r, **filters) for r in measured))
