@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from academy import DEVICE
+from academy.validation import check_same, check_tensor
 from examples.vector_add.kernel import SUPPORTED_DTYPES, _check_inputs, _flat_stride
 
 
@@ -74,18 +74,10 @@ def add_2d_kernel(
 def add_2d(x: torch.Tensor, y: torch.Tensor, *, block_m: int = 32, block_n: int = 64) -> torch.Tensor:
     """``x + y`` for two 2-D tensors with any strides; the result is contiguous."""
     for name, t in (("x", x), ("y", y)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.device.type != DEVICE:
-            raise ValueError(f"{name} is on {t.device}, but kernels run on {DEVICE!r} here")
-        if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} has dtype {t.dtype}; supported: {SUPPORTED_DTYPES}")
+        check_tensor(name, t, SUPPORTED_DTYPES)
         if t.dim() != 2:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
-    if x.shape != y.shape:
-        raise ValueError(f"shapes differ: x {tuple(x.shape)} vs y {tuple(y.shape)} (no broadcasting)")
-    if x.dtype != y.dtype:
-        raise TypeError(f"dtypes differ: x {x.dtype} vs y {y.dtype}")
+    check_same(x, y)
     n_rows, n_cols = x.shape
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     if out.numel() == 0:
