@@ -17,7 +17,6 @@ import triton
 import triton.language as tl
 
 from academy import DEVICE
-from academy.validation import check_tensor
 
 
 # --8<-- [start:reference]
@@ -233,7 +232,12 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
 
 
 def _check_input(x: torch.Tensor) -> None:
-    check_tensor("x", x, SUPPORTED_DTYPES)
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.device.type != DEVICE:
+        raise ValueError(f"x is on {x.device}, but kernels run on {DEVICE!r} here")
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"x has dtype {x.dtype}; supported: {SUPPORTED_DTYPES}")
     if x.dim() == 0:
         raise ValueError("x must have at least one dimension (softmax runs over the last)")
     if x.shape[-1] == 0:

@@ -12,7 +12,6 @@ import triton
 import triton.language as tl
 
 from academy import DEVICE
-from academy.validation import check_same, check_tensor
 
 # --8<-- [start:reference]
 def reference(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -75,13 +74,23 @@ def _flat_stride(t: torch.Tensor) -> int:
 
 def _check_inputs(x: torch.Tensor, y: torch.Tensor) -> None:
     for name, t in (("x", x), ("y", y)):
-        check_tensor(name, t, SUPPORTED_DTYPES)
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.device.type != DEVICE:
+            raise ValueError(f"{name} is on {t.device}, but kernels run on {DEVICE!r} here")
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise TypeError(f"{name} has dtype {t.dtype}; supported: {SUPPORTED_DTYPES}")
         if not t.is_contiguous() and t.dim() != 1:
             raise ValueError(
                 f"{name} is a non-contiguous {t.dim()}-D view (strides {t.stride()}); "
                 "pass x.contiguous(), or a 1-D view, which may have any stride"
             )
-    check_same(x, y)
+    if x.shape != y.shape:
+        raise ValueError(f"shapes differ: x {tuple(x.shape)} vs y {tuple(y.shape)} (no broadcasting)")
+    if x.dtype != y.dtype:
+        raise TypeError(f"dtypes differ: x {x.dtype} vs y {y.dtype}")
+    if x.device != y.device:
+        raise ValueError(f"devices differ: x on {x.device}, y on {y.device}")
 # --8<-- [end:launcher]
 
 
