@@ -12,17 +12,23 @@ Markdown pages, so these functions do the same jobs from a code cell:
 from __future__ import annotations
 
 import html
+import re
 
 from academy.bench import render
 from academy.bench.results import load
 from academy.chapters import REPO_ROOT, chapter
 
 
+ANNOTATION = re.compile(r"\s*# \(\d+\)!\s*$")
+
+
 def section(ref: str) -> str:
     """The text of ``"path/to/file.py:name"`` between its ``--8<--`` markers.
 
     Marker lines of sections nested inside are dropped, as the snippet
-    extension drops them from the Markdown pages.
+    extension drops them from the Markdown pages, and so are the ``# (N)!``
+    annotation markers: a notebook page has no annotation list to attach
+    them to, so they would show as stray comments.
     """
     path, _, name = ref.partition(":")
     lines = (REPO_ROOT / path).read_text().splitlines()
@@ -32,7 +38,7 @@ def section(ref: str) -> str:
         last = next(i for i, line in enumerate(lines) if line.strip() == end)
     except StopIteration:
         raise ValueError(f"no section {name!r} in {path}") from None
-    body = [line for line in lines[first + 1 : last] if "# --8<-- [" not in line]
+    body = [ANNOTATION.sub("", line) for line in lines[first + 1 : last] if "# --8<-- [" not in line]
     return "\n".join(body)
 
 

@@ -22,3 +22,8 @@ def test_answer_is_collapsed():
 
 def test_bench_table_renders_committed_results():
     assert "| n | ours |" in bench_table("vector_add").data
+
+
+def test_annotation_markers_are_dropped():
+    text = section("examples/fused_softmax/kernel.py:forward_kernel")
+    assert "# (1)!" not in text and "mask = (rows < n_rows)" in text

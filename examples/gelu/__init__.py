@@ -1,0 +1,1 @@
+"""Chapter: GeLU, a case study in fusion (the Learn tutorial "Fusion: GeLU")."""

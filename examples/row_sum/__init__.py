@@ -1,0 +1,1 @@
+"""Chapter: row sums of any width, the Learn tutorial "Reductions"."""
