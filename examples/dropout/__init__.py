@@ -1,0 +1,1 @@
+"""Chapter: low-memory dropout, the mask regenerated from a seed instead of stored."""

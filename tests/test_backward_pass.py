@@ -1,0 +1,82 @@
+"""The learnable swish: gradcheck through the kernels in float64, and autograd in low precision."""
+
+import pytest
+import torch
+
+from academy import DEVICE
+from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from examples.backward_pass import kernel
+from examples.backward_pass.kernel import manual_backward, reference, swish
+
+
+@pytest.fixture(autouse=True)
+def _poison_outputs(monkeypatch):
+    poison_allocations(monkeypatch, kernel)
+
+
+def test_gradcheck_in_float64_through_the_kernels():
+    """Finite differences against our backward: the kernels themselves run in fp64."""
+    x = random_tensor((3, 5), torch.float64, requires_grad=True)
+    w = random_tensor((5,), torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(swish, (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
+
+
+def test_gradcheck_with_more_rows_than_one_block():
+    x = random_tensor((kernel.BLOCK_M + 3, 2), torch.float64, requires_grad=True)
+    w = random_tensor((2,), torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(swish, (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 127), (33, 300), (2, 5, 1025)], ids=str)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_forward_and_backward_match_autograd(shape, dtype):
+    x = random_tensor(shape, dtype, scale=2.0, requires_grad=True)
+    w = random_tensor(shape[-1:], dtype, requires_grad=True)
+    dy = random_tensor(shape, dtype)
+    y = swish(x, w)
+    y.backward(dy)
+    x64, w64 = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    y64 = reference(x64, w64)
+    y64.backward(dy.double())
+    x_low, w_low = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    reference(x_low, w_low).backward(dy)  # PyTorch's own error in this dtype
+    assert y.dtype == dtype and x.grad.dtype == dtype and w.grad.dtype == dtype
+    assert_close(y, y64, dtype=dtype, name="y")
+    assert_close(x.grad, x64.grad, dtype=dtype, baseline=x_low.grad, name="dx")
+    assert_close(w.grad, w64.grad, dtype=dtype, baseline=w_low.grad, name="dw")
+
+
+def test_hand_written_vjp_equals_autograd_in_float64():
+    x = random_tensor((9, 13), torch.float64, requires_grad=True)
+    w = random_tensor((13,), torch.float64, requires_grad=True)
+    dy = random_tensor((9, 13), torch.float64)
+    (x * torch.sigmoid(w * x)).backward(dy)
+    dx, dw = manual_backward(x.detach(), w.detach(), dy)
+    assert_close(dx, x.grad, name="dx")
+    assert_close(dw, w.grad, name="dw")
+
+
+def test_only_the_gradients_asked_for():
+    x = random_tensor((4, 6), requires_grad=True)
+    w = random_tensor((6,))
+    swish(x, w).sum().backward()
+    assert x.grad is not None and w.grad is None
+    x2, w2 = random_tensor((4, 6)), random_tensor((6,), requires_grad=True)
+    swish(x2, w2).sum().backward()
+    assert w2.grad is not None
+
+
+def test_empty_rows():
+    x, w = torch.empty(0, 4, device=DEVICE), random_tensor((4,))
+    assert swish(x, w).shape == (0, 4)
+
+
+def test_bad_inputs_are_rejected():
+    with pytest.raises(ValueError, match="w must have shape"):
+        swish(random_tensor((3, 4)), random_tensor((5,)))
+    with pytest.raises(TypeError, match="dtypes differ"):
+        swish(random_tensor((3, 4)), random_tensor((4,), torch.float16))
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        swish([1.0], random_tensor((1,)))
+    with pytest.raises(ValueError, match="at least one dimension"):
+        swish(random_tensor(()), random_tensor((1,)))
