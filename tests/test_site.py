@@ -233,3 +233,49 @@ def test_home_screenshot(site_dir, base_url, browser, scheme):
     context.close()
     assert palette == {"light": "default", "dark": "slate"}[scheme]
     assert not watch.external and not watch.errors, watch.external + watch.errors
+
+
+# ---------------------------------------------------------------- links (no browser)
+
+
+class _Links(__import__("html.parser").parser.HTMLParser):
+    """Collects every href and every element id of one page."""
+
+    def __init__(self):
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("href"):
+            self.hrefs.append(attrs["href"])
+
+
+def _parse(path: Path) -> _Links:
+    parser = _Links()
+    parser.feed(path.read_text(errors="replace"))
+    return parser
+
+
+def test_internal_links_and_anchors_resolve(site_dir):
+    """MkDocs validates links in Markdown pages, but not in notebook pages,
+    whose markdown cells it never sees: check every page's links in the
+    built site, anchors included."""
+    pages = {index: _parse(index) for index in site_dir.rglob("index.html")}
+    problems = []
+    for index, links in pages.items():
+        for href in links.hrefs:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc or href.startswith(("mailto:", "javascript:")):
+                continue
+            target = (index.parent / parts.path).resolve() if parts.path else index
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                problems.append(f"{index.relative_to(site_dir)}: {href} (no such file)")
+            elif parts.fragment and target in pages and parts.fragment not in pages[target].ids:
+                problems.append(f"{index.relative_to(site_dir)}: {href} (no such anchor)")
+    assert not problems, "broken links:\n  " + "\n  ".join(sorted(set(problems)))

@@ -181,7 +181,7 @@ print("row * stride for row 70,000 of a 32,768-wide matrix:", int((row * stride)
 # %% [markdown]
 # The cure is one cast before the multiplication:
 # `tl.program_id(0).to(tl.int64) * BLOCK`, as the [vector
-# addition](../kernels/vector_add.md) kernel does; the launcher should refuse
+# addition](../../kernels/vector_add/) kernel does; the launcher should refuse
 # sizes the kernel cannot address.
 #
 # ### 4. `tl.arange` with a bound that is not a `tl.constexpr`

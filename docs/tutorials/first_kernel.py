@@ -14,7 +14,7 @@
 # # Your first kernel, run on a CPU
 #
 # This notebook runs a real Triton kernel without a GPU. It uses the vector
-# addition kernel of the [Vector addition](../kernels/vector_add.md) chapter,
+# addition kernel of the [Vector addition](../../kernels/vector_add/) chapter,
 # calls it, checks it, and then looks at the three ideas every Triton kernel
 # is built from: the **grid** of programs, the **block** of offsets each
 # program owns, and the **mask** that keeps the last block inside the tensor.
@@ -140,7 +140,7 @@ except TypeError as err:
 # %% [markdown]
 # ## What next
 #
-# - Read the [Vector addition](../kernels/vector_add.md) chapter for the
+# - Read the [Vector addition](../../kernels/vector_add/) chapter for the
 #   annotated kernel, the int64 offsets and the bandwidth it reaches on a GPU.
 # - Change `n` above to 1, or to `BLOCK_SIZE`, and predict the grid before you
 #   run the cell.

@@ -245,7 +245,7 @@ with np.errstate(over="ignore"):
 # for every provider, so it says how close each comes to one read and one
 # write; the naive version really moves about ten times more than it is
 # credited with. Each result is the GPU time of CUDA-graph replays over input
-# copies larger than the L2 cache ([Performance](../performance.md) explains
+# copies larger than the L2 cache ([Performance](../../performance/) explains
 # the method).
 
 # %%

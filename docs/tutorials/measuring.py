@@ -178,7 +178,7 @@ print("three single runs:", ", ".join(f"{s * 1e3:.2f} µs" for s in samples_ms[[
 #   (next section);
 # - **rotate**: keep several copies of the inputs and call the kernel on
 #   each in turn, enough copies that their total is a few times the L2 size.
-#   Our [benchmark harness](../performance.md#how-it-is-timed) does this,
+#   Our [benchmark harness](../../performance/#how-it-is-timed) does this,
 #   with four times L2.
 #
 # How many copies that takes is the first exercise below.
@@ -221,7 +221,7 @@ print("default return_mode:", inspect.signature(triton.testing.do_bench).paramet
 # next kernel: for a function that launches several small kernels, or runs
 # autograd, that is host time. And the zeroing kernel runs right before each
 # call, so the GPU is never idle when `fn` starts. Our harness removes the
-# host from the measurement with [CUDA graphs](../performance.md#how-it-is-timed)
+# host from the measurement with [CUDA graphs](../../performance/#how-it-is-timed)
 # and uses `do_bench` only for the two large ceilings.
 #
 # ## 6. Small sizes measure a floor

@@ -15,7 +15,7 @@
 #
 # A reduction turns many values into one: a sum, a maximum, a norm. The
 # simplest useful one is the sum of each row of a matrix,
-# $s_i = \sum_{j} x_{ij}$. In the [fused softmax](../kernels/fused_softmax.md)
+# $s_i = \sum_{j} x_{ij}$. In the [fused softmax](../../kernels/fused_softmax/)
 # chapter a whole row is loaded as one block and reduced with one `tl.sum`.
 # That works while the row fits. This tutorial handles rows of any width,
 # with a loop over tiles, a per-lane accumulator and one final `tl.sum`, and
@@ -179,7 +179,7 @@ print("row_sum of 1000 bf16 ones:", row_sum(torch.ones(1, 1000, dtype=torch.bflo
 #
 # Softmax needs two reductions per row, a maximum $m$ (for stability) and a
 # sum $\sum_j e^{x_j - m}$, and then a second pass to write
-# $e^{x_j - m} / \sum$. The [fused softmax](../kernels/fused_softmax.md) chapter
+# $e^{x_j - m} / \sum$. The [fused softmax](../../kernels/fused_softmax/) chapter
 # derives it and keeps rows of up to 32,768 values in one block. Its wider rows
 # take an **online** kernel built from exactly the pattern of this page: a tile
 # loop with per-lane accumulators and a final reduction. The twist is that the
