@@ -35,6 +35,11 @@ REPO_ROOT = Path(__file__).resolve().parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+# Before any test module imports triton: academy decides TRITON_INTERPRET, and
+# triton's own jit helpers must be created after that decision (see the
+# toolchain traps in docs/contributing.md).
+import academy  # noqa: E402,F401
+
 try:
     from pytest_codeblocks import plugin as _codeblocks
 except ImportError:  # plugin not installed: nothing to adapt
