@@ -216,8 +216,9 @@ bench_plot("row_sum", sweep="M=4096", mode="fwd", dtype="bfloat16")
 # %% [markdown]
 # What to look for: at small $N$ each program has little to read, and 4096
 # short programs are not enough to keep every SM's memory pipeline full; at
-# large $N$ the loop runs long and the kernel should approach the copy
-# ceiling.
+# large $N$ the loop runs long, and the kernel should approach the copy
+# ceiling. That is a prediction until the table above holds a measurement:
+# check it against the numbers, not the other way round.
 #
 # ## Exercises
 #
