@@ -253,3 +253,8 @@ def test_overview_geomean_without_headline_and_empty():
     _, rows = table_cells(render.overview([res]))
     assert rows[0][4].startswith("2.00×")  # sqrt(4 * 1)
     assert render.overview([]).startswith("!!! note")
+
+
+def test_overview_links_to_the_page_that_owns_the_chapter(results):
+    _, rows = table_cells(render.overview([results], pages={"fixture_op": "tutorials/fixture_op.py"}))
+    assert rows[0][0] == "[Fixture op](tutorials/fixture_op.py)"

@@ -525,15 +525,18 @@ def overview(
     *,
     headlines: Mapping[str, Headline] | None = None,
     current_hashes: Mapping[str, str] | None = None,
+    pages: Mapping[str, str] | None = None,
 ) -> str:
     """One table over every chapter × GPU results file, for the performance page.
 
     ``headlines`` maps slug -> the spec's headline cases; without them the ratio to the
     best peer is the geometric mean over every case. ``current_hashes`` (slug -> hash)
-    marks stale files.
+    marks stale files. ``pages`` maps slug -> the page to link (relative to the docs
+    folder); by default ``kernels/<slug>.md``.
     """
     headlines = headlines or {}
     current_hashes = current_hashes or {}
+    pages = pages or {}
     entries = sorted(all_results, key=lambda r: (r.slug, gpu_label(r)))
     if not entries:
         return '!!! note "Nothing measured yet"\n\n    No chapter has committed results yet. Run `academy bench SLUG` on a GPU.\n'
@@ -564,7 +567,7 @@ def overview(
         stale_any = stale_any or stale
         date = res.provenance.date[:10] + (" ⚠ stale" if stale else "")
         lines.append(
-            f"| [{_title(res.slug)}](kernels/{res.slug}.md) | {gpu_label(res)} | {best} | "
+            f"| [{_title(res.slug)}]({pages.get(res.slug, f'kernels/{res.slug}.md')}) | {gpu_label(res)} | {best} | "
             f"{' / '.join(head_pct) or DASH} | {' / '.join(ratios) or DASH} | {date} |"
         )
     out = "\n".join(lines) + "\n"

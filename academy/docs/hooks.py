@@ -163,17 +163,18 @@ def per_gpu(results: list[Results], draw: Callable[[Results], str]) -> str:
 def render_directive(d: Directive, noted: set[str] | None = None) -> str:
     """Render one directive; ``noted`` collects slugs whose "not measured" note a page already shows."""
     if d.name == "overview":
-        everything, heads, hashes = [], {}, {}
+        everything, heads, hashes, pages = [], {}, {}, {}
         for ch in all_chapters():
             found = load_results(ch)
             if found:
                 everything += found
                 hashes[ch.slug] = ch.code_hash()
+                pages[ch.slug] = ch.nav_path
                 try:
                     heads[ch.slug] = headline(ch.slug)
                 except DirectiveError:
                     pass  # the overview falls back to the geometric mean over all cases
-        return render.overview(everything, headlines=heads, current_hashes=hashes)
+        return render.overview(everything, headlines=heads, current_hashes=hashes, pages=pages)
     ch = chapter(d.slug)
     results = load_results(ch)
     if not results:
