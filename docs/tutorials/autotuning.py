@@ -80,7 +80,7 @@ for c in configs_for(interpreted=False):
 # not even launch. Too small is a problem too: an $M = 40$ problem in
 # $256$-row tiles computes mostly padding.
 #
-# ## 2. `@triton.autotune`
+# ## 2. The autotune decorator
 #
 # The decorator takes a list of `triton.Config` (meta-parameter values plus
 # `num_warps`/`num_stages`) and a **key**: the names of arguments whose values
@@ -160,7 +160,7 @@ for M, N, dtype in [(8192, 8192, torch.float16), (8192, 8192, torch.float32), (4
     print(f"M={M:5d} N={N:5d} {str(dtype):14s}: {len(names)} of {len(configs_for(False))} kept: {', '.join(names)}")
 
 # %% [markdown]
-# ## 4. `@triton.heuristics`: computed meta-parameters
+# ## 4. Heuristics compute meta-parameters
 #
 # Some meta-parameters need no search: they follow from the arguments.
 # `@triton.heuristics({"NAME": f})` calls `f(args)` at each launch, where

@@ -123,7 +123,7 @@ show("examples/backward_pass/kernel.py:launcher")
 # - The partial buffer has one row per row-block, in fp32 (fp64 for fp64).
 # - The second stage: sum the rows and cast to $w$'s dtype.
 #
-# ## `torch.autograd.Function`: what to save, what to return
+# ## What an autograd Function saves and returns
 
 # %%
 show("examples/backward_pass/kernel.py:autograd")

@@ -143,7 +143,7 @@ for kernel in (dbg.unmasked_copy_kernel, dbg.copy_kernel):
 # The buggy kernel's output is *correct*; only the guard shows it wrote 24
 # elements it did not own. A plain comparison of outputs would pass.
 #
-# ### 2. The wrong `other=`
+# ### 2. The wrong fill value for masked lanes
 #
 # A masked load returns `other` in the masked lanes, and those lanes take
 # part in any reduction that follows. `other=0.0` is right for a sum and
@@ -184,7 +184,7 @@ print("row * stride for row 70,000 of a 32,768-wide matrix:", int((row * stride)
 # addition](../../kernels/vector_add/) kernel does; the launcher should refuse
 # sizes the kernel cannot address.
 #
-# ### 4. `tl.arange` with a bound that is not a `tl.constexpr`
+# ### 4. An arange whose bound is not a compile-time constant
 #
 # A block's shape must be known when the kernel is compiled, so `tl.arange`
 # takes compile-time constants. Passing a runtime argument fails with:
@@ -210,7 +210,7 @@ x, out = random_tensor(1000), torch.empty(1000, device=academy.DEVICE)
 show_error(lambda: dbg.copy_kernel[(1,)](x, out, 1000, BLOCK=1000))
 
 # %% [markdown]
-# ### 6. `tl.dot` with a dimension below 16
+# ### 6. A dot product with a dimension below 16
 #
 # Tensor-core instructions work on tiles of at least 16 along the reduction
 # dimension `K`. The interpreter multiplies any shapes, so this kernel runs
@@ -232,7 +232,7 @@ print("max error vs a @ b:", (c - a @ b).abs().max().item())
 # with masked loads (`other=0.0`), or fall back to a broadcast multiply and
 # `tl.sum` for tiny tiles.
 #
-# ### 7. Passing `x.data_ptr()` instead of `x`
+# ### 7. Passing a raw pointer instead of the tensor
 #
 # Triton turns a tensor argument into a typed pointer (`*fp32`). A Python int
 # is just an int64 scalar, so adding offsets to it gives integers, not

@@ -183,7 +183,7 @@ print("three single runs:", ", ".join(f"{s * 1e3:.2f} µs" for s in samples_ms[[
 #
 # How many copies that takes is the first exercise below.
 #
-# ## 5. What `triton.testing.do_bench` does
+# ## 5. What the Triton benchmark helper does
 #
 # `do_bench(fn, warmup=25, rep=100, quantiles=None, return_mode="mean")` is
 # Triton's timer. Read from the installed source (below), step by step:
