@@ -219,6 +219,40 @@ for barrier in (True, False):
 # of 1 overwrote it. On a GPU this happens only when warps drift apart at the
 # wrong moment, which is exactly why it is dangerous: tests pass most days.
 #
+# ## The original tutorial's settings, and how it measured
+#
+# The Triton tutorial this design comes from chooses its meta-parameters with
+# a few fixed rules, and ours follows them (see `group_size_m` and `_warps` in
+# the launcher):
+#
+# - **the widest row** one block may hold: the original allows 64 KiB of
+#   data, $65536 / \text{element size}$ elements; ours caps rows at
+#   `MAX_N` = 16384 elements for every dtype, which keeps even an fp32 row
+#   inside those 64 KiB. Wider rows are refused rather than looped over;
+# - **warps**: $\min(\max(\text{BLOCK}/256, 1), 8)$;
+# - **partial buffers** (`GROUP_SIZE_M`): 256 for rows up to 1024 wide, 128 up
+#   to 4096, 96 up to 8192 and 64 beyond: narrow rows mean many short
+#   programs, and more buffers mean less waiting at each lock;
+# - **the lock array** holds $2\cdot$`GROUP_SIZE_M` integers: the locks
+#   themselves, then the "has this buffer been written yet" counts;
+# - **the autograd Function** returns one gradient per forward argument:
+#   $(dx, d\gamma, d\beta)$ for the tensors and `None` for `eps` and the
+#   other non-tensor arguments.
+#
+# It measured itself with `triton.testing.perf_report`, a decorator that takes
+# a `triton.testing.Benchmark` (the swept argument and its values, the
+# providers, the axis labels) and plots every provider against the sweep. The
+# sweep was $M = 4096$ rows of fp16 with $N$ from 1024 to 15872 in steps of
+# 512, against PyTorch and NVIDIA Apex's fused layer norm. It reported
+# bandwidth as $2 \cdot \text{numel} \cdot \text{size} / t$ for the forward and
+# $3 \cdot \text{numel} \cdot \text{size} / t$ for the backward, timed with
+# `do_bench(..., rep=500, grad_to_none=[...])` so gradients did not
+# accumulate across repetitions. Its published table showed the Triton
+# backward well ahead of both, on a GPU it did not name. We do not copy those
+# figures: without a named GPU and the same run's ceiling they cannot be
+# compared with anything. Our own measurement is below, taken the way
+# [Performance](../../performance/) describes.
+#
 # ## What this version leaves on the table
 #
 # Each program handles one row, so for narrow rows the programs are short and
