@@ -493,3 +493,39 @@ def test_helper_nav_paths():
         Loader=_AnyTagLoader,
     )
     assert nav_paths(config["nav"]) == ["index.md", "kernels/a.md", "b.md"]
+
+
+# ---------------------------------------------------------------- tutorials
+
+TUTORIALS = sorted((DOCS_DIR / "tutorials").glob("*.py"))
+_TEST_SOURCES = "\n".join(p.read_text() for p in (REPO_ROOT / "tests").glob("test_*.py"))
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=_rel)
+def test_tutorial_ends_with_tested_exercises(path):
+    """Every tutorial ends with two or three exercises; the code answers are
+    real sections of real modules, and some test imports each module."""
+    from academy.notebook import section
+
+    text = path.read_text()
+    assert "# ## Exercises" in text, f"{_rel(path)} has no '## Exercises' section"
+    exercises = re.findall(r"^# \*\*(\d+)\.", text[text.index("# ## Exercises") :], re.M)
+    assert len(exercises) >= 2, f"{_rel(path)}: {len(exercises)} exercise(s), expected two or three"
+    refs = re.findall(r'answer\(\s*"([^"]+)"', text)
+    assert refs, f"{_rel(path)}: no exercise answer is shown with academy.notebook.answer"
+    for ref in refs:
+        section(ref)  # raises if the section is missing
+        module = ref.partition(":")[0].removesuffix(".py").replace("/", ".")
+        package, _, name = module.rpartition(".")
+        imported = module in _TEST_SOURCES or re.search(
+            rf"from {re.escape(package)} import [^\n]*\b{name}\b", _TEST_SOURCES
+        )
+        assert imported, f"{_rel(path)}: no test imports {module} (answer {ref})"
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=_rel)
+def test_tutorial_markdown_uses_no_material_blocks(path):
+    """Notebook markdown is rendered by nbconvert, not Python-Markdown: an
+    admonition or a collapsed block would show as raw '???' text."""
+    bad = [n for n, line in enumerate(path.read_text().splitlines(), 1) if re.match(r"^# (\?\?\?|!!!) ", line)]
+    assert not bad, f"{_rel(path)}: Material block syntax on lines {bad}; use <details> HTML"

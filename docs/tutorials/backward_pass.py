@@ -215,19 +215,25 @@ print("silu gradcheck:", torch.autograd.gradcheck(silu, (xs,), eps=1e-6, atol=1e
 # **2. Save or recompute?** For softmax the handbook's kernel saves the
 # *output* $y$, but here we save the *input*. What decides it?
 #
-# ??? success "Answer"
-#     What the backward needs and what it costs to get. Softmax's VJP,
-#     $y \odot (dy - \langle y, dy\rangle)$, is written in terms of $y$, and
-#     recomputing $y$ from $x$ would need the row reductions again. Here the
-#     backward needs $\sigma(wx)$, which is cheap to recompute from $x$ but
-#     cannot be recovered from $y$ where $x = 0$, so we save $x$.
+# <details class="success"><summary>Answer</summary>
+#
+# What the backward needs and what it costs to get. Softmax's VJP,
+# $y \odot (dy - \langle y, dy\rangle)$, is written in terms of $y$, and
+# recomputing $y$ from $x$ would need the row reductions again. Here the
+# backward needs $\sigma(wx)$, which is cheap to recompute from $x$ but
+# cannot be recovered from $y$ where $x = 0$, so we save $x$.
+#
+# </details>
 #
 # **3. Non-determinism.** Replace the partial buffer by `tl.atomic_add` of each
 # tile's $dw$ into one fp32 vector. Is the result still correct? Is it the
 # same on every run?
 #
-# ??? success "Answer"
-#     Correct to rounding, but not bit-reproducible: float addition is not
-#     associative and the order in which programs' atomics land changes from
-#     run to run, so the last bits of $dw$ change. The buffer plus a fixed-order
-#     second stage gives the same bits every time.
+# <details class="success"><summary>Answer</summary>
+#
+# Correct to rounding, but not bit-reproducible: float addition is not
+# associative and the order in which programs' atomics land changes from
+# run to run, so the last bits of $dw$ change. The buffer plus a fixed-order
+# second stage gives the same bits every time.
+#
+# </details>

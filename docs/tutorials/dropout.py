@@ -239,20 +239,26 @@ print("dropout_add error:", ((dropout_add(h, r, 0.2, 5) - expected).norm() / exp
 # `dropout(b, p, seed)` on two tensors of the same shape in one step. What is
 # wrong, and what are two ways to fix it?
 #
-# ??? success "Answer"
-#     The counter is the element's index, so both layers get the *same* mask:
-#     the two dropouts are perfectly correlated. Give each layer its own seed
-#     (for instance `seed = base_seed + layer_index`, with a generator that
-#     mixes seeds well, which Philox does), or give each layer its own range of
-#     counters by adding an offset to `offsets` (layer 2 starts at
-#     `a.numel()`): the stream is the same, the numbers are not.
+# <details class="success"><summary>Answer</summary>
+#
+# The counter is the element's index, so both layers get the *same* mask:
+# the two dropouts are perfectly correlated. Give each layer its own seed
+# (for instance `seed = base_seed + layer_index`, with a generator that
+# mixes seeds well, which Philox does), or give each layer its own range of
+# counters by adding an offset to `offsets` (layer 2 starts at
+# `a.numel()`): the stream is the same, the numbers are not.
+#
+# </details>
 #
 # **3. Why the mask need not be stored.** Explain in one sentence why the
 # seeded version can recompute the mask in the backward but a version built
 # on `torch.rand` inside the kernel launcher could not, without extra care.
 #
-# ??? success "Answer"
-#     Philox is a pure function of (seed, index), so the backward gets the same
-#     numbers by asking again; `torch.rand` reads and advances a global
-#     generator state, so a second call returns new numbers unless that state
-#     is saved before the forward and restored before the recomputation.
+# <details class="success"><summary>Answer</summary>
+#
+# Philox is a pure function of (seed, index), so the backward gets the same
+# numbers by asking again; `torch.rand` reads and advances a global
+# generator state, so a second call returns new numbers unless that state
+# is saved before the forward and restored before the recomputation.
+#
+# </details>

@@ -138,6 +138,33 @@ except TypeError as err:
     print("TypeError:", err)
 
 # %% [markdown]
+# ## Exercises
+#
+# **1. Scale a tensor.** Write `scale(x, alpha)`, which returns `alpha * x`,
+# with the same three ideas: a grid of `cdiv(n, BLOCK_SIZE)` programs, a block
+# of offsets per program, and a mask for the last block. A Python float
+# passed to a kernel arrives as a scalar every program can use.
+
+# %%
+from academy.notebook import answer
+
+answer("examples/learn_answers/first_kernel.py:scale")
+
+# %% [markdown]
+# **2. Forget `cdiv`.** What goes wrong if the grid is `n // BLOCK_SIZE`
+# programs instead? How many elements of a 1000-element tensor stay unwritten
+# with a block of 256, and why would a test on a zero-filled output not notice?
+
+# %%
+answer("examples/learn_answers/first_kernel.py:floor_grid")
+
+# %% [markdown]
+# Floor division drops the last, partial block: 1000 // 256 = 3 programs
+# cover 768 elements and 232 are never written. An output allocated with
+# `torch.zeros` and an input near zero would hide it. That is why our tests
+# fill outputs with NaN first. Both answers are tested in
+# `tests/test_learn_answers_first_kernel.py`.
+#
 # ## What next
 #
 # - Read the [Vector addition](../../kernels/vector_add/) chapter for the

@@ -299,19 +299,25 @@ answer("examples/layer_norm_locks/exercises.py:rms_norm_vjp")
 # barrier. Is there a second place where threads of the same program must wait
 # for each other around the lock?
 #
-# ??? success "Answer"
-#     After the acquire: no thread may load the buffer before the lock is
-#     held. Triton already orders this: every thread needs the result of
-#     `atomic_cas` to leave the `while` loop, so the value is broadcast to all
-#     threads (through shared memory, with a barrier) before any of them
-#     continues.
+# <details class="success"><summary>Answer</summary>
+#
+# After the acquire: no thread may load the buffer before the lock is
+# held. Triton already orders this: every thread needs the result of
+# `atomic_cas` to leave the `while` loop, so the value is broadcast to all
+# threads (through shared memory, with a barrier) before any of them
+# continues.
+#
+# </details>
 #
 # **3. A lock-free alternative.** Give each block of rows its own partial row
 # of a $\lceil M/B\rceil \times N$ buffer, as the backward-pass tutorial does.
 # What do you gain and lose?
 #
-# ??? success "Answer"
-#     No locks, no spinning, and a bit-reproducible $d\gamma$ (the second stage
-#     sums in a fixed order). The buffer is larger ($\lceil M/B\rceil$ rows
-#     instead of `GROUP_SIZE_M`), so the second stage reads more, unless each
-#     program handles many rows ($B$ large), which is what the fast version does.
+# <details class="success"><summary>Answer</summary>
+#
+# No locks, no spinning, and a bit-reproducible $d\gamma$ (the second stage
+# sums in a fixed order). The buffer is larger ($\lceil M/B\rceil$ rows
+# instead of `GROUP_SIZE_M`), so the second stage reads more, unless each
+# program handles many rows ($B$ large), which is what the fast version does.
+#
+# </details>
