@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import tokenize
@@ -55,8 +56,30 @@ class Chapter:
     def results_files(self) -> list[Path]:
         return sorted(self.results_dir.glob("*.json"))
 
+    def code_files(self) -> list[Path]:
+        """The code a results file measured: ``kernel.py`` plus every module under
+        ``examples/`` that ``bench.py`` imports (anywhere in it, so lazy imports of
+        a variant or of another chapter's kernel count too), sorted."""
+        files = {self.kernel_file}
+        bench = self.package / "bench.py"
+        if bench.is_file():
+            for node in ast.walk(ast.parse(bench.read_text())):
+                names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                for name in names:
+                    path = REPO_ROOT / Path(*name.split(".")).with_suffix(".py")
+                    if name.startswith("examples.") and path.is_file() and path != bench:
+                        files.add(path)
+        return sorted(files)
+
     def code_hash(self) -> str:
-        return code_hash(self.kernel_file.read_text())
+        """:func:`code_hash` of ``kernel.py`` alone, or of every file in :meth:`code_files`."""
+        files = self.code_files()
+        if files == [self.kernel_file]:
+            return code_hash(self.kernel_file.read_text())
+        parts = "\n".join(f"{p.relative_to(REPO_ROOT).as_posix()} {code_hash(p.read_text())}" for p in files)
+        return hashlib.sha256(parts.encode()).hexdigest()[:16]
 
 
 def code_hash(source: str) -> str:

@@ -50,7 +50,7 @@ def _bench(args: argparse.Namespace) -> int:
         for row in measured.rows:
             print(
                 f"  {row.mode:8s} {row.shape_label:>14s} {row.provider:8s} {row.ms:9.4f} ms "
-                f"{row.rate:9.1f} {measured.unit} {100 * row.fraction_of_ceiling:6.1f}%"
+                f"{row.rate:9.1f} {measured.unit_of(row.metric)} {100 * row.fraction_of_ceiling:6.1f}%"
             )
     return 0
 

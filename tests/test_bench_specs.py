@@ -70,3 +70,10 @@ def test_quick_keeps_the_first_shapes():
 def test_bad_spec_is_rejected(overrides, message):
     with pytest.raises(ValueError, match=message):
         _spec(**overrides)
+
+
+def test_a_sweep_may_override_the_metric():
+    spec = _spec(sweeps=[Sweep("gemv", x="n", shapes=[{"n": 1}]), Sweep("gemm", x="n", shapes=[{"n": 2}], metric="compute")])
+    assert [(c.sweep, c.metric) for c in spec.cases()] == [("gemv", "bandwidth"), ("gemm", "compute")]
+    with pytest.raises(ValueError, match="sweep 'gemv': metric"):
+        _spec(sweeps=[Sweep("gemv", x="n", shapes=[{"n": 1}], metric="speed")])

@@ -2,6 +2,7 @@
 
 import pytest
 
+from academy import chapters
 from academy.chapters import all_chapters, chapter, code_hash
 
 CODE = "def f(x):\n    return x + 1\n"
@@ -32,3 +33,34 @@ def test_registry_finds_the_chapters():
 def test_unknown_chapter_is_a_clear_error():
     with pytest.raises(ValueError, match="no chapter 'nope'"):
         chapter("nope")
+
+
+def test_code_hash_covers_every_example_module_the_bench_imports(tmp_path, monkeypatch):
+    """Results measured code beyond kernel.py (a stage file, another chapter's kernel
+    used as a baseline): a change there must make them stale too."""
+    examples = tmp_path / "examples"
+    for name in ("op", "other"):
+        (examples / name).mkdir(parents=True)
+        (examples / name / "kernel.py").write_text(CODE)
+    (examples / "op" / "stages.py").write_text(CODE)
+    (examples / "op" / "bench.py").write_text(
+        "from examples.op.kernel import f\n"
+        "def load():\n    from examples.other.kernel import f\n    import examples.op.stages\n"
+    )
+    monkeypatch.setattr(chapters, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(chapters, "EXAMPLES_DIR", examples)
+    op = chapters.Chapter("op")
+    assert [p.relative_to(tmp_path).as_posix() for p in op.code_files()] == [
+        "examples/op/kernel.py", "examples/op/stages.py", "examples/other/kernel.py",
+    ]
+    before = op.code_hash()
+    (examples / "other" / "kernel.py").write_text(CODE + "# a comment changes nothing\n")
+    assert op.code_hash() == before
+    (examples / "other" / "kernel.py").write_text(CODE.replace("1", "2"))
+    assert op.code_hash() != before
+
+
+def test_a_kernel_only_chapter_keeps_the_single_file_hash():
+    ch = chapter("vector_add")
+    assert ch.code_files() == [ch.kernel_file]
+    assert ch.code_hash() == code_hash(ch.kernel_file.read_text())

@@ -5,6 +5,7 @@ Chapters here are fixtures written to a temporary examples/ folder; no published
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -159,3 +160,10 @@ def test_not_measured_note_once_per_page(examples):
     page = "<!-- bench:summary fixture_op -->\n\n<!-- bench:table fixture_op -->\n\n<!-- bench:plot fixture_op -->\n"
     out = hooks.on_page_markdown(page, page=None)
     assert out.count("Not measured yet") == 1
+
+
+def test_memory_directive_renders_peaks(examples):
+    rows = [dataclasses.replace(make_row(p, 1024, 1.0), peak_mib=mib) for p, mib in (("academy", 10.0), ("eager", 30.0))]
+    save(make_results(rows, kernel_hash=current_hash(examples)), examples / "results")
+    out = expand("<!-- bench:memory fixture_op mode=fwd -->", hooks.render_directive)
+    assert "| 8192×1024 | 10.0 MiB | 30.0 MiB <small>3.00×</small> |" in out

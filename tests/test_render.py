@@ -6,6 +6,8 @@ be worked out by hand; none of it is a published measurement.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -258,3 +260,55 @@ def test_overview_geomean_without_headline_and_empty():
 def test_overview_links_to_the_page_that_owns_the_chapter(results):
     _, rows = table_cells(render.overview([results], pages={"fixture_op": "tutorials/fixture_op.py"}))
     assert rows[0][0] == "[Fixture op](tutorials/fixture_op.py)"
+
+
+# --------------------------------------------------------------------------- our own variants, metrics, memory
+
+
+def test_our_variants_are_never_the_best_peer():
+    # The naive stage is slower than ours and faster than eager: still not a peer.
+    res = make_results([
+        make_row("academy", 4096, 1.0),
+        make_row("academy:naive", 4096, 0.5),
+        make_row("eager", 4096, 2.0),
+    ])
+    header, rows = table_cells(render.table(res))
+    assert header[1:4] == ["ours", "ours (naive)", "eager"]
+    assert rows[0][-1].startswith("**2.00×**") and "eager" in rows[0][-1]
+    assert "earlier stages, not peers" in render.table(res)
+    case = render.find_case(res, "fwd", {"M": 8192, "N": 4096}, "bfloat16")
+    assert render.compare(case).best_peer.provider == "eager"
+
+
+def test_a_compute_sweep_in_a_bandwidth_file_uses_its_own_unit_and_ceiling():
+    gemv = make_row("academy", 4096, 1.0, sweep="M=1")
+    gemm = dataclasses.replace(make_row("academy", 4096, 1.0, sweep="M=4096"), metric="compute")
+    res = make_results([gemv, gemm])
+    assert "TFLOP/s" in render.table(res, sweep="M=4096") and "% of matmul" in render.table(res, sweep="M=4096")
+    assert "GB/s" in render.table(res, sweep="M=1") and "% of copy" in render.table(res, sweep="M=1")
+    svg = parse_svg(render.plot(res, sweep="M=4096"))
+    assert svg.find(f".//{SVG}g[@class='ceiling']/{SVG}text").text == "matmul ceiling 750 TFLOP/s"
+    with pytest.raises(ValueError, match="mix metrics"):
+        render.table(res)
+
+
+def test_results_file_without_row_metrics_reads_the_file_metric():
+    res = make_results([make_row("academy", 1024, 1.0)], metric="compute")
+    data = json.loads(res.to_json())
+    del data["rows"][0]["metric"]
+    assert Results.from_dict(data).rows[0].metric == "compute"
+
+
+def test_memory_table_quotes_each_peak_as_a_multiple_of_ours():
+    ours, unfused, eager = (
+        dataclasses.replace(make_row(p, 4096, 1.0), peak_mib=mib)
+        for p, mib in (("academy", 100.0), ("academy:unfused", 250.0), ("eager", 400.0))
+    )
+    header, rows = table_cells(render.memory(make_results([ours, unfused, eager])))
+    assert header == ["M×N", "ours", "ours (unfused)", "eager"]
+    assert rows[0][1:] == ["100 MiB", "250 MiB <small>2.50×</small>", "400 MiB <small>4.00×</small>"]
+
+
+def test_memory_table_needs_recorded_peaks(results):
+    with pytest.raises(ValueError, match="no peak memory"):
+        render.memory(results)

@@ -17,9 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
-from academy.bench.results import Results, Row, gpu_key
-
-OURS = "academy"
+from academy.bench.results import OURS, Results, Row, gpu_key, is_ours
 
 PEER_ORDER = ("eager", "compile", "torch", "cublas", "sdpa", "flash", "liger")
 """Peers in the order columns and legends list them; unknown peers follow, sorted."""
@@ -73,6 +71,9 @@ def fmt_rate(value: float, unit: str) -> str:
 
 
 def provider_label(provider: str) -> str:
+    """``"academy:unfused"`` reads "ours (unfused)": our own stage, never a peer."""
+    if provider.startswith(OURS + ":"):
+        return f"ours ({provider.split(':', 1)[1].replace('_', ' ')})"
     return PROVIDER_LABELS.get(provider, provider)
 
 
@@ -81,8 +82,16 @@ def gpu_label(results: Results) -> str:
     return gpu_key(results.provenance.gpu).upper()
 
 
-def ceiling_name(results: Results) -> str:
-    return "copy" if results.metric == "bandwidth" else "matmul"
+def ceiling_name(metric: str) -> str:
+    return "copy" if metric == "bandwidth" else "matmul"
+
+
+def metric_of(results: Results, rows: Sequence[Row]) -> str:
+    """The one metric of a selection of rows (a sweep has one); several is an error."""
+    metrics = _distinct(row.metric or results.metric for row in rows)
+    if len(metrics) != 1:
+        raise ValueError(f"{results.slug}: rows mix metrics {metrics}; select one sweep (sweep=...)")
+    return metrics[0]
 
 
 def shape_text(params: Mapping[str, int]) -> str:
@@ -90,9 +99,12 @@ def shape_text(params: Mapping[str, int]) -> str:
 
 
 def order_providers(providers: Iterable[str]) -> list[str]:
-    """Ours first, then the known peers in :data:`PEER_ORDER`, then the rest sorted."""
-    present = set(providers)
+    """Ours first, then our own variants in first-seen order, then the known peers in
+    :data:`PEER_ORDER`, then the rest sorted."""
+    seen = list(dict.fromkeys(providers))
+    present = set(seen)
     ordered = [OURS] if OURS in present else []
+    ordered += [p for p in seen if is_ours(p) and p != OURS]
     ordered += [p for p in PEER_ORDER if p in present]
     ordered += sorted(present - set(ordered))
     return ordered
@@ -128,7 +140,7 @@ class Comparison:
 
 
 def compare(by_provider: Mapping[str, Row]) -> Comparison:
-    peers = [row for provider, row in by_provider.items() if provider != OURS]
+    peers = [row for provider, row in by_provider.items() if not is_ours(provider)]
     best = min(peers, key=lambda row: row.ms) if peers else None
     return Comparison(by_provider.get(OURS), best)
 
@@ -211,7 +223,8 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
         raise ValueError(f"{results.slug}: no rows to tabulate")
     cases = _group(rows)
     providers = order_providers(row.provider for row in rows)
-    unit = results.unit
+    metric = metric_of(results, rows)
+    unit = results.unit_of(metric)
 
     key_orders = {tuple(row.params) for row in rows}
     shape_header = "×".join(next(iter(key_orders))) if len(key_orders) == 1 else "shape"
@@ -219,7 +232,7 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
 
     header = [shape_header, *extra]
     header += [provider_label(provider) for provider in providers]
-    header += [f"% of {ceiling_name(results)}", "vs best peer"]
+    header += [f"% of {ceiling_name(metric)}", "vs best peer"]
 
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] * (1 + len(extra)) + ["--:"] * (len(header) - 1 - len(extra))) + "|"]
     for key, by_provider in cases.items():
@@ -236,14 +249,55 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
     what = ", ".join(filter(None, [sweep, dtype, mode]))
     note = (
         f"*{what + ': ' if what else ''}median of `do_bench` ± half its p20–p80 range; {unit} from the minimal "
-        f"{'bytes' if results.metric == 'bandwidth' else 'FLOPs'} per call; % of the {ceiling_name(results)} ceiling "
-        f"measured in the same run ({fmt_rate(results.ceiling, unit)}); vs best peer = fastest peer's median ÷ ours, "
-        f"bold when ours is at least as fast.*"
+        f"{'bytes' if metric == 'bandwidth' else 'FLOPs'} per call; % of the {ceiling_name(metric)} ceiling "
+        f"measured in the same run ({fmt_rate(results.ceiling_of(metric), unit)}); vs best peer = fastest peer's "
+        f"median ÷ ours, bold when ours is at least as fast{'; ours (…) are our own earlier stages, not peers' if any(is_ours(p) and p != OURS for p in providers) else ''}.*"
     )
     out = "\n".join(lines) + "\n\n" + note + "\n"
     if results.skipped:
         out += "\n*Not measured: " + "; ".join(f"{provider_label(p)} ({why})" for p, why in results.skipped.items()) + ".*\n"
     return out
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def memory(results: Results, *, sweep: str | None = None, mode: str | None = None, dtype: str | None = None) -> str:
+    """A Markdown table of the peak memory one call allocates, per provider, with each
+    provider's peak as a multiple of ours (above 1×: it needs more memory than ours)."""
+    sweep, mode, dtype = _resolve(results, sweep, mode, dtype, need_one=False)
+    rows = [row for row in _filter(results.rows, sweep, mode, dtype) if row.peak_mib is not None]
+    if not rows:
+        raise ValueError(f"{results.slug}: no peak memory recorded for sweep={sweep} mode={mode} dtype={dtype}")
+    cases = _group(rows)
+    providers = order_providers(row.provider for row in rows)
+    key_orders = {tuple(row.params) for row in rows}
+    shape_header = "×".join(next(iter(key_orders))) if len(key_orders) == 1 else "shape"
+    extra = [name for name in ("sweep", "dtype", "mode") if len({getattr(k, name) for k in cases}) > 1]
+    header = [shape_header, *extra, *(provider_label(p) for p in providers)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] * (1 + len(extra)) + ["--:"] * len(providers)) + "|"]
+    for key, by_provider in cases.items():
+        params = dict(key.params)
+        shape = "×".join(str(v) for v in params.values()) if len(key_orders) == 1 else shape_text(params)
+        cells = [shape, *(getattr(key, name) for name in extra)]
+        ours = by_provider.get(OURS)
+        for provider in providers:
+            row = by_provider.get(provider)
+            if row is None:
+                cells.append(DASH)
+                continue
+            cell = f"{fmt(row.peak_mib)} MiB"
+            if ours is not None and provider != OURS and ours.peak_mib > 0:
+                cell += f" <small>{fmt_ratio(row.peak_mib / ours.peak_mib)}</small>"
+            cells.append(cell)
+        lines.append("| " + " | ".join(cells) + " |")
+    what = ", ".join(filter(None, [sweep, dtype, mode]))
+    note = (
+        f"*{what + ': ' if what else ''}peak CUDA memory one call allocates beyond its inputs "
+        "(`torch.cuda.max_memory_allocated`: outputs, saved tensors, gradients, workspaces); "
+        "the small figure is that provider's peak ÷ ours.*"
+    )
+    return "\n".join(lines) + "\n\n" + note + "\n"
 
 
 # --------------------------------------------------------------------------- plot
@@ -303,7 +357,8 @@ def plot(
     if not rows:
         raise ValueError(f"{results.slug}: no rows for sweep={sweep} mode={mode} dtype={dtype}")
     x_name = rows[0].x
-    unit = results.unit
+    metric = metric_of(results, rows)
+    unit, ceiling = results.unit_of(metric), results.ceiling_of(metric)
     providers = order_providers(row.provider for row in rows)
     series = {
         p: sorted(((float(r.params[x_name]), r) for r in rows if r.provider == p), key=lambda t: t[0])
@@ -324,7 +379,7 @@ def plot(
     def px(v: float) -> float:
         return left + (tx(v) - lo) / (hi - lo) * plot_w
 
-    y_top = max([results.ceiling] + [r.rate for r in rows]) * 1.1
+    y_top = max([ceiling] + [r.rate for r in rows]) * 1.1
     step = _nice_step(y_top)
     y_max = math.ceil(y_top / step) * step
 
@@ -347,7 +402,7 @@ def plot(
     for p in providers:
         best = max(series[p], key=lambda t: t[1].rate)[1]
         summary_bits.append(f"{provider_label(p)} peaks at {fmt_rate(best.rate, unit)}")
-    ceiling_text = f"{ceiling_name(results)} ceiling {fmt_rate(results.ceiling, unit)}"
+    ceiling_text = f"{ceiling_name(metric)} ceiling {fmt_rate(ceiling, unit)}"
     aria = f"{title}. {'; '.join(summary_bits)}; {ceiling_text}."
 
     out = [
@@ -387,7 +442,7 @@ def plot(
     )
     out.append("</g>")
     # ceiling
-    yc = py(results.ceiling)
+    yc = py(ceiling)
     out.append('<g class="ceiling" fill="currentColor" stroke="currentColor">')
     out.append(
         f'<line x1="{left}" x2="{left + plot_w}" y1="{yc:.1f}" y2="{yc:.1f}" stroke-dasharray="6 4" stroke-opacity="0.7"/>'
@@ -444,7 +499,6 @@ def summary(results: Results, headline: Headline) -> str:
     """
     if not headline:
         raise ValueError(f"{results.slug}: the bench spec declares no headline cases to summarise")
-    unit = results.unit
     ok = True
     items = []
     for mode, shape, dtype in headline:
@@ -455,9 +509,10 @@ def summary(results: Results, headline: Headline) -> str:
             ok = False
             items.append(f"- {what}: not measured in this results file.")
             continue
+        metric = ours.metric or results.metric
         text = (
-            f"- {what}: {fmt_rate(ours.rate, unit)}, **{fmt_pct(ours.fraction_of_ceiling)}** of the "
-            f"{ceiling_name(results)} ceiling"
+            f"- {what}: {fmt_rate(ours.rate, results.unit_of(metric))}, **{fmt_pct(ours.fraction_of_ceiling)}** of the "
+            f"{ceiling_name(metric)} ceiling"
         )
         comp = compare(case)
         if comp.ratio is None:
@@ -547,7 +602,8 @@ def overview(
     stale_any = False
     for res in entries:
         ours = [row for row in res.rows if row.provider == OURS]
-        best = fmt_pct(max(row.fraction_of_ceiling for row in ours)) + f" {ceiling_name(res)}" if ours else DASH
+        top = max(ours, key=lambda row: row.fraction_of_ceiling) if ours else None
+        best = fmt_pct(top.fraction_of_ceiling) + f" {ceiling_name(top.metric or res.metric)}" if top else DASH
         head_pct, ratios = [], []
         for mode, shape, dtype in headlines.get(res.slug, ()):
             case = find_case(res, mode, shape, dtype)

@@ -18,6 +18,14 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 
+OURS = "academy"
+"""The provider name of a chapter's final op."""
+
+
+def is_ours(provider: str) -> bool:
+    """Our op, or one of our own stages/ablations (``"academy:<variant>"``): never a peer."""
+    return provider == OURS or provider.startswith(OURS + ":")
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -43,6 +51,9 @@ class Ceilings:
     copy_bytes: int
     matmul_size: int
 
+    def ceiling_of(self, metric: str) -> float:
+        return self.copy_gbps if metric == "bandwidth" else self.matmul_tflops
+
 
 @dataclass(frozen=True)
 class Row:
@@ -59,6 +70,8 @@ class Row:
     rate: float  # GB/s or TFLOP/s
     fraction_of_ceiling: float  # rate / ceiling, 0..1+
     max_rel_error: float  # checked against the reference before timing
+    metric: str = ""  # "bandwidth" or "compute"; empty in files that predate per-sweep metrics
+    peak_mib: float | None = None  # peak CUDA memory one call allocates beyond its inputs
 
     @property
     def shape_label(self) -> str:
@@ -78,11 +91,18 @@ class Results:
 
     @property
     def unit(self) -> str:
-        return "GB/s" if self.metric == "bandwidth" else "TFLOP/s"
+        return self.unit_of(self.metric)
 
     @property
     def ceiling(self) -> float:
-        return self.ceilings.copy_gbps if self.metric == "bandwidth" else self.ceilings.matmul_tflops
+        return self.ceiling_of(self.metric)
+
+    @staticmethod
+    def unit_of(metric: str) -> str:
+        return "GB/s" if metric == "bandwidth" else "TFLOP/s"
+
+    def ceiling_of(self, metric: str) -> float:
+        return self.ceilings.ceiling_of(metric)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=False) + "\n"
@@ -96,7 +116,7 @@ class Results:
             metric=data["metric"],
             provenance=Provenance(**data["provenance"]),
             ceilings=Ceilings(**data["ceilings"]),
-            rows=[Row(**row) for row in data["rows"]],
+            rows=[Row(**{**row, "metric": row.get("metric") or data["metric"]}) for row in data["rows"]],
             skipped=dict(data.get("skipped", {})),
             timing=data.get("timing", ""),
         )

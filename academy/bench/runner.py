@@ -22,7 +22,7 @@ import torch
 import triton
 from triton.testing import do_bench
 
-from academy.bench.results import Ceilings, Provenance, Results, Row
+from academy.bench.results import OURS, Ceilings, Provenance, Results, Row
 from academy.bench.spec import BenchSpec, Case
 from academy.chapters import chapter
 from academy.env import git_commit, gpu_driver, utc_now
@@ -177,7 +177,7 @@ def _thunk(op, inputs, grad, keep: list) -> Callable[[], object]:
 
 def _copies_needed(spec: BenchSpec, case: Case) -> int:
     l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
-    bytes_per_call = spec.work(case) if spec.metric == "bandwidth" else 0
+    bytes_per_call = spec.work(case) if case.metric == "bandwidth" else 0
     if bytes_per_call <= 0:
         return 1
     return max(1, min(MAX_COPIES, -(-L2_MULTIPLE * l2_bytes // int(bytes_per_call))))
@@ -190,7 +190,23 @@ def _make_case_inputs(spec: BenchSpec, case: Case) -> tuple[torch.Tensor, ...]:
     return inputs
 
 
-def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceiling: float) -> tuple[list[Row], dict[str, str]]:
+def peak_mib(call: Callable[[], object]) -> float:
+    """Peak CUDA memory (MiB) that one call allocates beyond what is live before it:
+    outputs, saved activations, gradients and workspaces, as the caching allocator sees them."""
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    call()
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - before) / 2**20
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"[:200]
+
+
+def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ceilings) -> tuple[list[Row], dict[str, str]]:
     torch._dynamo.reset()  # each case compiles afresh, never hitting the recompile limit
     copies = [_make_case_inputs(spec, case) for _ in range(_copies_needed(spec, case))]
     grad = None
@@ -211,15 +227,28 @@ def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceiling: flo
                 raise WrongResult(f"our kernel is wrong on {case}: {wrong}") from None
             failures[name] = f"wrong result on {dict(case.params)} {case.dtype_name} {case.mode}: {wrong}"
             continue
+        clear_grads()
+        peak = peak_mib(_thunk(op, copies[0], grad, []))
+        clear_grads()
         kept: list[torch.Tensor] = []
-        median, p20, p80 = time_graph_ms([_thunk(op, inputs, grad, kept) for inputs in copies], kept.clear, clear_grads)
+        try:
+            median, p20, p80 = time_graph_ms([_thunk(op, inputs, grad, kept) for inputs in copies], kept.clear, clear_grads)
+        except Exception as err:  # e.g. a peer that syncs with the host, illegal inside graph capture
+            if name == OURS:
+                raise
+            failures[name] = f"failed while timed on {dict(case.params)} {case.dtype_name} {case.mode}: {_first_line(err)}"
+            kept.clear()
+            clear_grads()
+            torch.cuda.synchronize()
+            continue
         clear_grads()
         work = spec.work(case)
-        rate = work / median / (1e6 if spec.metric == "bandwidth" else 1e9)
+        rate = work / median / (1e6 if case.metric == "bandwidth" else 1e9)
         rows.append(Row(
             sweep=case.sweep, x=case.x, params=dict(case.params), dtype=case.dtype_name, mode=case.mode,
             provider=name, ms=median, ms_p20=p20, ms_p80=p80, work=work, rate=rate,
-            fraction_of_ceiling=rate / ceiling, max_rel_error=error,
+            fraction_of_ceiling=rate / ceilings.ceiling_of(case.metric), max_rel_error=error,
+            metric=case.metric, peak_mib=peak,
         ))
     del copies, grad, differentiable
     torch.cuda.empty_cache()
@@ -241,11 +270,10 @@ def run(slug: str, *, quick: bool = False, progress: bool = True) -> Results:
         else:
             ops[name] = op
     ceilings = measure_ceilings()
-    ceiling = ceilings.copy_gbps if spec.metric == "bandwidth" else ceilings.matmul_tflops
     rows: list[Row] = []
     cases = list(spec.cases(quick=quick))
     for case in tqdm(cases, desc=slug, unit="case", disable=not progress):
-        case_rows, failures = run_case(spec, case, ops, ceiling)
+        case_rows, failures = run_case(spec, case, ops, ceilings)
         rows += case_rows
         skipped.update(failures)
     return Results(

@@ -25,6 +25,8 @@ class Case:
     params: Mapping[str, int]
     dtype: torch.dtype
     mode: str
+    metric: str = "bandwidth"
+    """What the case is measured against: "bandwidth" (bytes, the copy ceiling) or "compute"."""
 
     @property
     def dtype_name(self) -> str:
@@ -41,6 +43,10 @@ class Sweep:
     name: str
     x: str
     shapes: Sequence[Mapping[str, int]]
+    metric: str | None = None
+    """Overrides the spec's metric for this sweep: one chapter may time a memory-bound
+    family of shapes and a compute-bound one (``work`` then returns bytes for the first
+    and FLOPs for the second; ``case.metric`` says which)."""
 
 
 OpLoader = Callable[[], "Callable | None"]
@@ -61,7 +67,11 @@ class BenchSpec:
     reference: Callable[..., torch.Tensor]
     """The PyTorch reference the outputs are checked against before timing."""
     providers: Mapping[str, OpLoader]
-    """Ours first ("academy"), then peers; each loader may return None."""
+    """Ours first ("academy"), then peers; each loader may return None.
+
+    Names ``"academy:<variant>"`` are our own earlier stages or ablations (a
+    naive version, the unfused pair): they are timed and shown, and never
+    counted as a peer."""
     quick_shapes: int = 2
     """How many shapes per sweep ``--quick`` keeps (the first ones)."""
     headline: Sequence[tuple[str, Mapping[str, int], str]] = field(default_factory=tuple)
@@ -73,6 +83,9 @@ class BenchSpec:
         unknown = set(self.modes) - set(MODES)
         if unknown:
             raise ValueError(f"unknown modes {sorted(unknown)}; expected a subset of {MODES}")
+        for sweep in self.sweeps:
+            if sweep.metric is not None and sweep.metric not in METRICS:
+                raise ValueError(f"sweep {sweep.name!r}: metric must be one of {METRICS}, got {sweep.metric!r}")
         if "academy" not in self.providers:
             raise ValueError("a spec must time our own kernel under the provider name 'academy'")
 
@@ -82,4 +95,4 @@ class BenchSpec:
             for shape in shapes:
                 for dtype in self.dtypes:
                     for mode in self.modes:
-                        yield Case(sweep.name, sweep.x, dict(shape), dtype, mode)
+                        yield Case(sweep.name, sweep.x, dict(shape), dtype, mode, sweep.metric or self.metric)

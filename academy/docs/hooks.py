@@ -8,6 +8,7 @@ the output keeps the indentation)::
 
     <!-- bench:table SLUG [sweep=M=8192] [mode=fwd] [dtype=bfloat16] -->
     <!-- bench:plot SLUG [sweep=...] [mode=...] [dtype=...] -->
+    <!-- bench:memory SLUG [sweep=...] [mode=...] [dtype=...] -->
     <!-- bench:summary SLUG -->
     <!-- bench:provenance SLUG -->
     <!-- bench:overview -->
@@ -36,6 +37,7 @@ log = logging.getLogger("mkdocs.plugins.academy")
 DIRECTIVES: dict[str, tuple[bool, frozenset[str]]] = {
     "table": (True, frozenset({"sweep", "mode", "dtype"})),
     "plot": (True, frozenset({"sweep", "mode", "dtype"})),
+    "memory": (True, frozenset({"sweep", "mode", "dtype"})),
     "summary": (True, frozenset()),
     "provenance": (True, frozenset()),
     "overview": (False, frozenset()),
@@ -187,6 +189,8 @@ def render_directive(d: Directive, noted: set[str] | None = None) -> str:
         return per_gpu(results, lambda r: render.table(r, **d.options))
     if d.name == "plot":
         return per_gpu(results, lambda r: render.plot(r, **d.options))
+    if d.name == "memory":
+        return per_gpu(results, lambda r: render.memory(r, **d.options))
     if d.name == "summary":
         cases = headline(d.slug)
         return per_gpu(results, lambda r: render.summary(r, cases))
