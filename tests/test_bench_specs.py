@@ -77,3 +77,14 @@ def test_a_sweep_may_override_the_metric():
     assert [(c.sweep, c.metric) for c in spec.cases()] == [("gemv", "bandwidth"), ("gemm", "compute")]
     with pytest.raises(ValueError, match="sweep 'gemv': metric"):
         _spec(sweeps=[Sweep("gemv", x="n", shapes=[{"n": 1}], metric="speed")])
+
+
+def test_a_sweep_may_time_only_some_providers():
+    providers = {"academy": lambda: None, "academy:naive": lambda: None}
+    spec = _spec(providers=providers, sweeps=[
+        Sweep("small", x="n", shapes=[{"n": 1}], providers=["academy", "academy:naive"]),
+        Sweep("large", x="n", shapes=[{"n": 2}]),
+    ])
+    assert [c.providers for c in spec.cases()] == [("academy", "academy:naive"), None]
+    with pytest.raises(ValueError, match="does not have"):
+        _spec(sweeps=[Sweep("s", x="n", shapes=[{"n": 1}], providers=["cublas"])])

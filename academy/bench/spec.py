@@ -27,6 +27,8 @@ class Case:
     mode: str
     metric: str = "bandwidth"
     """What the case is measured against: "bandwidth" (bytes, the copy ceiling) or "compute"."""
+    providers: tuple[str, ...] | None = None
+    """The providers timed on this case (``None``: all of the spec's)."""
 
     @property
     def dtype_name(self) -> str:
@@ -43,6 +45,9 @@ class Sweep:
     name: str
     x: str
     shapes: Sequence[Mapping[str, int]]
+    providers: Sequence[str] | None = None
+    """Only these providers on this sweep (``None``: all): slow earlier stages of a
+    chapter, for example, measured on the shapes that tell their story only."""
     metric: str | None = None
     """Overrides the spec's metric for this sweep: one chapter may time a memory-bound
     family of shapes and a compute-bound one (``work`` then returns bytes for the first
@@ -86,6 +91,9 @@ class BenchSpec:
         for sweep in self.sweeps:
             if sweep.metric is not None and sweep.metric not in METRICS:
                 raise ValueError(f"sweep {sweep.name!r}: metric must be one of {METRICS}, got {sweep.metric!r}")
+            unknown = set(sweep.providers or ()) - set(self.providers)
+            if unknown:
+                raise ValueError(f"sweep {sweep.name!r} names providers the spec does not have: {sorted(unknown)}")
         if "academy" not in self.providers:
             raise ValueError("a spec must time our own kernel under the provider name 'academy'")
 
@@ -95,4 +103,7 @@ class BenchSpec:
             for shape in shapes:
                 for dtype in self.dtypes:
                     for mode in self.modes:
-                        yield Case(sweep.name, sweep.x, dict(shape), dtype, mode, sweep.metric or self.metric)
+                        yield Case(
+                            sweep.name, sweep.x, dict(shape), dtype, mode, sweep.metric or self.metric,
+                            None if sweep.providers is None else tuple(sweep.providers),
+                        )
