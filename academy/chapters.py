@@ -57,21 +57,21 @@ class Chapter:
         return sorted(self.results_dir.glob("*.json"))
 
     def code_files(self) -> list[Path]:
-        """The code a results file measured: ``kernel.py`` plus every module under
+        """The code a results file measured: ``kernel.py``, every module under
         ``examples/`` that ``bench.py`` imports (anywhere in it, so lazy imports of
-        a variant or of another chapter's kernel count too), sorted."""
-        files = {self.kernel_file}
+        a variant or of another chapter's kernel count too), and, transitively,
+        the ``examples/`` modules those import; sorted."""
         bench = self.package / "bench.py"
-        if bench.is_file():
-            for node in ast.walk(ast.parse(bench.read_text())):
-                names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
-                if isinstance(node, ast.Import):
-                    names = [alias.name for alias in node.names]
-                for name in names:
-                    path = REPO_ROOT / Path(*name.split(".")).with_suffix(".py")
-                    if name.startswith("examples.") and path.is_file() and path != bench:
-                        files.add(path)
-        return sorted(files)
+        found: set[Path] = set()
+        pending = [self.kernel_file] + ([bench] if bench.is_file() else [])
+        while pending:
+            path = pending.pop()
+            if path in found:
+                continue
+            found.add(path)
+            pending += _imported_example_modules(path)
+        found.discard(bench)
+        return sorted(found)
 
     def code_hash(self) -> str:
         """:func:`code_hash` of ``kernel.py`` alone, or of every file in :meth:`code_files`."""
@@ -101,6 +101,22 @@ def code_hash(source: str) -> str:
             lines[row - 1] = line[:start] + line[end:]
     code = "\n".join(line.rstrip() for line in lines if line.strip())
     return hashlib.sha256(code.encode()).hexdigest()[:16]
+
+
+def _imported_example_modules(path: Path) -> list[Path]:
+    """The files of the ``examples.*`` modules that ``path`` imports, anywhere in it."""
+    modules = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.append(node.module)
+        elif isinstance(node, ast.Import):
+            modules += [alias.name for alias in node.names]
+    files = []
+    for name in modules:
+        file = REPO_ROOT / Path(*name.split(".")).with_suffix(".py")
+        if name.startswith("examples.") and file.is_file():
+            files.append(file)
+    return files
 
 
 def all_chapters() -> list[Chapter]:

@@ -35,17 +35,17 @@ def test_unknown_chapter_is_a_clear_error():
         chapter("nope")
 
 
-def test_code_hash_covers_every_example_module_the_bench_imports(tmp_path, monkeypatch):
+def test_code_hash_covers_every_example_module_the_bench_imports_transitively(tmp_path, monkeypatch):
     """Results measured code beyond kernel.py (a stage file, another chapter's kernel
     used as a baseline): a change there must make them stale too."""
     examples = tmp_path / "examples"
     for name in ("op", "other"):
         (examples / name).mkdir(parents=True)
         (examples / name / "kernel.py").write_text(CODE)
-    (examples / "op" / "stages.py").write_text(CODE)
+    (examples / "op" / "stages.py").write_text("from examples.other.kernel import f\n" + CODE)
     (examples / "op" / "bench.py").write_text(
         "from examples.op.kernel import f\n"
-        "def load():\n    from examples.other.kernel import f\n    import examples.op.stages\n"
+        "def load():\n    import examples.op.stages  # which imports the other chapter's kernel\n"
     )
     monkeypatch.setattr(chapters, "REPO_ROOT", tmp_path)
     monkeypatch.setattr(chapters, "EXAMPLES_DIR", examples)
