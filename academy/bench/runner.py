@@ -42,7 +42,8 @@ TIMING = (
     "GPU time of one call, from CUDA-graph replays: each replay runs the call once per "
     "input copy, on enough copies to exceed 4× the L2 cache, each writing its own outputs, "
     "so every call reads and writes HBM; median and 20th/80th percentiles over at least "
-    "100 ms of replays, after warm-up."
+    "100 ms of replays, after warm-up. Forward+backward feeds a random output gradient, "
+    "or 1 to a scalar loss, as loss.backward() does."
 )
 L2_MULTIPLE = 4
 MAX_COPIES = 64
@@ -206,12 +207,21 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0] if text else ''}"[:200]
 
 
+def output_grad(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """The gradient a fwd+bwd case feeds to ``backward``: random for a tensor output,
+    and 1 for a scalar one, since a scalar output is a loss and ``loss.backward()``
+    passes 1 (a kernel may exploit that, on the device, without a host sync)."""
+    if shape == ():
+        return torch.ones((), dtype=dtype, device="cuda")
+    return random_tensor(shape, dtype, device="cuda")
+
+
 def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ceilings) -> tuple[list[Row], dict[str, str]]:
     torch._dynamo.reset()  # each case compiles afresh, never hitting the recompile limit
     copies = [_make_case_inputs(spec, case) for _ in range(_copies_needed(spec, case))]
     grad = None
     if case.mode == "fwd+bwd":
-        grad = random_tensor(tuple(spec.reference(*copies[0]).shape), case.dtype, device="cuda")
+        grad = output_grad(tuple(spec.reference(*copies[0]).shape), case.dtype)
     differentiable = [t for inputs in copies for t in inputs if t.requires_grad]
 
     def clear_grads() -> None:
