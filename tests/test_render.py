@@ -312,3 +312,9 @@ def test_memory_table_quotes_each_peak_as_a_multiple_of_ours():
 def test_memory_table_needs_recorded_peaks(results):
     with pytest.raises(ValueError, match="no peak memory"):
         render.memory(results)
+
+
+def test_table_says_which_peers_were_timed_from_the_host():
+    res = make_results([make_row("academy", 4096, 1.0), dataclasses.replace(make_row("liger", 4096, 2.0), host_timed=True)])
+    assert "Timed from the host with CUDA events" in render.table(res) and "Liger" in render.table(res).split("host")[-1]
+    assert "Timed from the host" not in render.table(make_results([make_row("academy", 4096, 1.0)]))

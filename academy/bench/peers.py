@@ -28,11 +28,19 @@ def compiled(op: Callable) -> Callable[[], Callable | None]:
     return load
 
 
-def liger(function_name: str, adapt: Callable[[Callable], Callable] = lambda apply: apply) -> Callable[[], Callable | None]:
+def liger(
+    function_name: str,
+    adapt: Callable[[Callable], Callable] = lambda apply: apply,
+    *,
+    graph_safe: bool = True,
+) -> Callable[[], Callable | None]:
     """A Liger-Kernel autograd Function from ``liger_kernel.ops``, if importable.
 
     ``adapt`` turns its ``apply`` into the chapter's call signature (Liger's
-    functions take extra positional options).
+    functions take extra positional options). ``graph_safe=False`` marks a function
+    that synchronises with the host (a ``.item()`` or ``torch.equal`` on a GPU
+    tensor): the runner then times it from the host instead of in a CUDA graph,
+    whose capture such a call would break.
     """
 
     def load() -> Callable | None:
@@ -41,6 +49,21 @@ def liger(function_name: str, adapt: Callable[[Callable], Callable] = lambda app
         except ImportError:
             return None
         function = getattr(ops, function_name, None)
-        return None if function is None else adapt(function.apply)
+        if function is None:
+            return None
+        op = adapt(function.apply)
+        if not graph_safe:
+            op = host_synchronising(op)
+        return op
 
     return load
+
+
+def host_synchronising(op: Callable) -> Callable:
+    """Mark ``op`` as synchronising with the host (see :func:`liger`)."""
+
+    def call(*args, **kwargs):
+        return op(*args, **kwargs)
+
+    call.graph_safe = False
+    return call

@@ -254,6 +254,12 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
         f"median ÷ ours, bold when ours is at least as fast{'; ours (…) are our own earlier stages, not peers' if any(is_ours(p) and p != OURS for p in providers) else ''}.*"
     )
     out = "\n".join(lines) + "\n\n" + note + "\n"
+    host_timed = _distinct(row.provider for row in rows if row.host_timed)
+    if host_timed:
+        out += (
+            "\n*Timed from the host with CUDA events, not in a CUDA graph, because they synchronise with the "
+            f"host (which graph capture forbids): {', '.join(provider_label(p) for p in host_timed)}.*\n"
+        )
     if results.skipped:
         out += "\n*Not measured: " + "; ".join(f"{provider_label(p)} ({why})" for p, why in results.skipped.items()) + ".*\n"
     return out

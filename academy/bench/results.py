@@ -72,6 +72,7 @@ class Row:
     max_rel_error: float  # checked against the reference before timing
     metric: str = ""  # "bandwidth" or "compute"; empty in files that predate per-sweep metrics
     peak_mib: float | None = None  # peak CUDA memory one call allocates beyond its inputs
+    host_timed: bool = False  # timed by events around host launches (the op syncs with the host)
 
     @property
     def shape_label(self) -> str:

@@ -101,6 +101,34 @@ def time_graph_ms(
     return median, p20, p80
 
 
+def time_host_ms(
+    thunks: Sequence[Callable[[], object]],
+    release: Callable[[], None],
+    reset: Callable[[], None],
+) -> tuple[float, float, float]:
+    """(median, p20, p80) in ms of one call, from CUDA events around rounds of calls
+    launched from the host: for ops that synchronise with the host, which a CUDA graph
+    cannot capture. Their host work between launches is part of what they cost."""
+    def one_round() -> float:
+        reset()
+        begin, finish = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        for thunk in thunks:
+            thunk()
+        finish.record()
+        torch.cuda.synchronize()
+        release()
+        return begin.elapsed_time(finish) / len(thunks)
+
+    for _ in range(3):
+        one_round()
+    first = one_round()
+    rounds = max(10, int(MIN_TIMED_MS / max(first * len(thunks), 1e-3)))
+    per_call = torch.tensor([one_round() for _ in range(rounds)])
+    median, p20, p80 = (torch.quantile(per_call, q).item() for q in QUANTILES)
+    return median, p20, p80
+
+
 def measure_ceilings() -> Ceilings:
     """A large device-to-device copy (bytes read + written) and a large bf16 matmul."""
     src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_()
@@ -152,9 +180,15 @@ def _outputs_and_grads(op: Callable, inputs: tuple[torch.Tensor, ...], grad: tor
     return [out.detach()] + [t.grad for t in inputs if t.requires_grad]
 
 
+def _fresh(inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """Private copies of the inputs: an op that overwrites its inputs (Liger writes the
+    logits' gradient over the logits) must not change what the reference sees."""
+    return tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in inputs)
+
+
 def _verify(op, reference, inputs, grad, dtype) -> float:
-    got = _outputs_and_grads(op, inputs, grad)
-    expected = _outputs_and_grads(reference, inputs, grad)
+    got = _outputs_and_grads(op, _fresh(inputs), grad)
+    expected = _outputs_and_grads(reference, _fresh(inputs), grad)
     errors = [rel_l2_error(g, e) for g, e in zip(got, expected)]
     worst = max(errors)
     if not worst <= tolerance(dtype):  # NaN fails too
@@ -243,8 +277,10 @@ def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ce
         peak = peak_mib(_thunk(op, copies[0], grad, []))
         clear_grads()
         kept: list[torch.Tensor] = []
+        graph_safe = getattr(op, "graph_safe", True)
+        timer = time_graph_ms if graph_safe else time_host_ms
         try:
-            median, p20, p80 = time_graph_ms([_thunk(op, inputs, grad, kept) for inputs in copies], kept.clear, clear_grads)
+            median, p20, p80 = timer([_thunk(op, inputs, grad, kept) for inputs in copies], kept.clear, clear_grads)
         except Exception as err:  # e.g. a peer that syncs with the host, illegal inside graph capture
             if name == OURS:
                 raise
@@ -260,7 +296,7 @@ def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ce
             sweep=case.sweep, x=case.x, params=dict(case.params), dtype=case.dtype_name, mode=case.mode,
             provider=name, ms=median, ms_p20=p20, ms_p80=p80, work=work, rate=rate,
             fraction_of_ceiling=rate / ceilings.ceiling_of(case.metric), max_rel_error=error,
-            metric=case.metric, peak_mib=peak,
+            metric=case.metric, peak_mib=peak, host_timed=not graph_safe,
         ))
     del copies, grad, differentiable
     torch.cuda.empty_cache()
