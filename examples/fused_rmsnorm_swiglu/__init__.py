@@ -1,0 +1,1 @@
+"""Chapter: fused RMSNorm + SwiGLU, one kernel from x to silu(a)·b."""

@@ -1,0 +1,1 @@
+"""Chapter: SwiGLU, silu(gate)·up, and the gated element-wise layer GeGLU shares."""
