@@ -246,7 +246,7 @@ PROGRAMS_PER_SM = 2
 """One-kernel backward: persistent programs per SM (each owns one fp32 row of dweight partial sums)."""
 DOT_CHUNK_N, DOT_NUM_WARPS = 4096, 16
 """Two-kernel backward, kernel 1: one program per row, chunks of DOT_CHUNK_N."""
-TILE_R, TILE_C, TILE_ROWS, TILE_NUM_WARPS = 4, 512, 128, 8
+TILE_R, TILE_C, TILE_ROWS, TILE_NUM_WARPS = 1, 2048, 128, 8
 """Two-kernel backward, kernel 2: tiles of TILE_R rows × TILE_C columns, TILE_ROWS rows per program."""
 
 
