@@ -1,0 +1,1 @@
+"""Chapter: cross entropy, the loss read once and its gradient written once."""

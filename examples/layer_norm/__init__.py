@@ -1,0 +1,1 @@
+"""Chapter: layer norm, forward and backward with dW and dB, no locks."""

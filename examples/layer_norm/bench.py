@@ -1,0 +1,78 @@
+"""Benchmark spec for layer norm: bf16, forward and forward+backward (dx, dW, dB)."""
+
+import torch
+import torch.nn.functional as F
+
+from academy.bench.peers import compiled, eager, liger
+from academy.bench.spec import BenchSpec, Case, Sweep
+from academy.testing import random_tensor
+from examples.layer_norm.kernel import layer_norm, reference
+
+EPS = 1e-5
+
+
+def make_inputs(case: Case, device: str) -> tuple[torch.Tensor, ...]:
+    m, n = case.params["M"], case.params["N"]
+    x = random_tensor((m, n), case.dtype, device=device, scale=0.5, offset=-2.3)
+    weight = random_tensor((n,), case.dtype, device=device, scale=0.1, offset=1.0)
+    bias = random_tensor((n,), case.dtype, device=device, scale=0.1)
+    return x, weight, bias
+
+
+# --8<-- [start:work]
+def bytes_moved(case: Case) -> float:
+    """Minimal HBM traffic of one call.
+
+    fwd: read x, write y (2·M·N elements), read weight and bias (2·N), write
+    mean and rstd (2·M fp32). fwd+bwd adds: read x and dy, write dx (3·M·N),
+    read mean and rstd (2·M fp32), read weight, write dW and dB (3·N). The
+    fp32 partial rows of the two-stage reduction are our overhead, not part of
+    the minimum: they show up as lost roofline, not as extra credit.
+    """
+    m, n = case.params["M"], case.params["N"]
+    s = torch.empty((), dtype=case.dtype).element_size()
+    fwd = 2 * m * n * s + 2 * n * s + 2 * m * 4
+    if case.mode == "fwd":
+        return fwd
+    return fwd + 3 * m * n * s + 2 * m * 4 + 3 * n * s
+# --8<-- [end:work]
+
+
+def torch_layer_norm(x, weight, bias):
+    return F.layer_norm(x, (x.shape[-1],), weight, bias, EPS)
+
+
+def _locks():
+    from examples.layer_norm_locks.kernel import layer_norm as locks_layer_norm
+
+    return locks_layer_norm
+
+
+SPEC = BenchSpec(
+    slug="layer_norm",
+    metric="bandwidth",
+    sweeps=[
+        Sweep("M=8192", x="N", shapes=[{"M": 8192, "N": n} for n in (1024, 2048, 4096, 8192, 16384)]),
+        # One case each for many short rows and for rows wider than a block: a full bench with a
+        # torch.compile peer (recompiled per case, fwd and fwd+bwd) must fit one GPU round.
+        Sweep("M=65536", x="N", shapes=[{"M": 65536, "N": 512}]),
+        Sweep("M=1024", x="N", shapes=[{"M": 1024, "N": 65536}]),
+    ],
+    dtypes=[torch.bfloat16],
+    modes=["fwd", "fwd+bwd"],
+    make_inputs=make_inputs,
+    work=bytes_moved,
+    reference=reference,
+    providers={
+        "academy": lambda: layer_norm,
+        "academy:locks": _locks,
+        "eager": eager(torch_layer_norm),
+        "compile": compiled(torch_layer_norm),
+        "liger": liger("LigerLayerNormFunction", lambda apply: lambda x, w, b: apply(x, w, b, EPS)),
+    },
+    headline=[
+        ("fwd", {"M": 8192, "N": 4096}, "bfloat16"),
+        ("fwd", {"M": 8192, "N": 16384}, "bfloat16"),
+        ("fwd+bwd", {"M": 8192, "N": 4096}, "bfloat16"),
+    ],
+)

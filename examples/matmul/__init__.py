@@ -1,0 +1,1 @@
+"""Matrix multiplication at cuBLAS speed: persistent TMA, split-K, fused epilogues (forward only)."""

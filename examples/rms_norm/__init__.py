@@ -1,0 +1,1 @@
+"""Chapter: RMS norm, forward and backward with dW, no locks."""

@@ -1,0 +1,70 @@
+"""Benchmark spec for RMS norm: bf16, forward and forward+backward (dx, dW)."""
+
+import torch
+import torch.nn.functional as F
+
+from academy.bench.peers import compiled, eager, liger
+from academy.bench.spec import BenchSpec, Case, Sweep
+from academy.testing import random_tensor
+from examples.rms_norm.kernel import reference, rms_norm
+
+EPS = 1e-6
+
+
+def make_inputs(case: Case, device: str) -> tuple[torch.Tensor, ...]:
+    m, n = case.params["M"], case.params["N"]
+    x = random_tensor((m, n), case.dtype, device=device)
+    weight = random_tensor((n,), case.dtype, device=device, scale=0.1, offset=1.0)
+    return x, weight
+
+
+# --8<-- [start:work]
+def bytes_moved(case: Case) -> float:
+    """Minimal HBM traffic of one call.
+
+    fwd: read x, write y (2·M·N elements), read weight (N), write rstd (M
+    fp32). fwd+bwd adds: read x and dy, write dx (3·M·N), read rstd (M fp32),
+    read weight and write dW (2·N). The fp32 partial rows of the two-stage
+    reduction are our overhead and are not counted.
+    """
+    m, n = case.params["M"], case.params["N"]
+    s = torch.empty((), dtype=case.dtype).element_size()
+    fwd = 2 * m * n * s + n * s + m * 4
+    if case.mode == "fwd":
+        return fwd
+    return fwd + 3 * m * n * s + m * 4 + 2 * n * s
+# --8<-- [end:work]
+
+
+def torch_rms_norm(x, weight):
+    return F.rms_norm(x, (x.shape[-1],), weight, EPS)
+
+
+SPEC = BenchSpec(
+    slug="rms_norm",
+    metric="bandwidth",
+    sweeps=[
+        Sweep("M=8192", x="N", shapes=[{"M": 8192, "N": n} for n in (1024, 2048, 4096, 8192, 16384)]),
+        # One case each for many short rows and for rows wider than a block: a full bench with a
+        # torch.compile peer (recompiled per case, fwd and fwd+bwd) must fit one GPU round.
+        Sweep("M=65536", x="N", shapes=[{"M": 65536, "N": 512}]),
+        Sweep("M=1024", x="N", shapes=[{"M": 1024, "N": 65536}]),
+    ],
+    dtypes=[torch.bfloat16],
+    modes=["fwd", "fwd+bwd"],
+    make_inputs=make_inputs,
+    work=bytes_moved,
+    reference=reference,
+    providers={
+        "academy": lambda: rms_norm,
+        "eager": eager(torch_rms_norm),
+        "compile": compiled(torch_rms_norm),
+        # in_place=False: Liger's default writes dx into dy, which the runner reuses.
+        "liger": liger("LigerRMSNormFunction", lambda apply: lambda x, w: apply(x, w, EPS, 0.0, "llama", False)),
+    },
+    headline=[
+        ("fwd", {"M": 8192, "N": 4096}, "bfloat16"),
+        ("fwd", {"M": 8192, "N": 16384}, "bfloat16"),
+        ("fwd+bwd", {"M": 8192, "N": 4096}, "bfloat16"),
+    ],
+)

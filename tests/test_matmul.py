@@ -1,0 +1,193 @@
+"""The final matmul op against float64 PyTorch: every path, dtype, layout, epilogue and bad input.
+
+Under the interpreter the kernels upcast fp16/bf16 tiles to fp32 before
+``tl.dot`` and bf16 stores truncate, so every dtype is checked against a
+float64 reference with the dtype's tolerance (1e-2 for fp16/bf16).
+"""
+
+import pytest
+import torch
+
+from academy import DEVICE, INTERPRETED
+from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from examples.matmul import kernel as mm
+from examples.matmul.kernel import ACTIVATIONS, apply_activation, choose_path, matmul, reference
+
+PATHS = ["tma", "pointer", "split_k", "gemv"]
+
+
+@pytest.fixture(autouse=True)
+def _poison_outputs(monkeypatch):
+    poison_allocations(monkeypatch, mm)
+
+
+def expected(a, b, activation=None):
+    return apply_activation(a.double() @ b.double(), activation)
+
+
+def operand(rows, cols, dtype, layout):
+    """A (rows, cols) matrix stored row-major, column-major, or as a strided slice."""
+    if layout == "row":
+        return random_tensor((rows, cols), dtype)
+    if layout == "column":
+        return random_tensor((cols, rows), dtype).T
+    return random_tensor((rows, 2 * cols + 3), dtype)[:, 1 : 2 * cols : 2]  # unit stride nowhere: pointer path only
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(37, 40, 72), (70, 24, 264), (1, 56, 128)], ids=lambda s: "x".join(map(str, s)))
+def test_every_path_and_dtype(path, dtype, shape):
+    M, N, K = shape
+    a, b = random_tensor((M, K), dtype), random_tensor((K, N), dtype)
+    assert_close(matmul(a, b, path=path), expected(a, b), dtype=dtype, name=f"{path} {shape}")
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS[1:])
+@pytest.mark.parametrize("path", PATHS)
+def test_fused_epilogues(activation, path):
+    a, b = random_tensor((40, 264), torch.float16), random_tensor((264, 48), torch.float16)
+    assert_close(matmul(a, b, activation, path=path), expected(a, b, activation), dtype=torch.float16)
+
+
+@pytest.mark.parametrize("layouts", [("row", "column"), ("column", "row"), ("column", "column"), ("sliced", "sliced")])
+@pytest.mark.parametrize("path", ["auto", "pointer", "split_k", "gemv"])
+def test_strides(layouts, path):
+    a = operand(33, 264, torch.float16, layouts[0])
+    b = operand(264, 40, torch.float16, layouts[1])
+    assert_close(matmul(a, b, "relu", path=path), expected(a, b, "relu"), dtype=torch.float16)
+
+
+@pytest.mark.parametrize("layouts", [("row", "column"), ("column", "row"), ("column", "column")])
+def test_tma_reads_column_major_through_transposed_descriptors(layouts):
+    a = operand(40, 72, torch.float16, layouts[0])
+    b = operand(72, 48, torch.float16, layouts[1])
+    assert mm._tma_layout(a) and mm._tma_layout(b)
+    assert_close(matmul(a, b, path="tma"), expected(a, b), dtype=torch.float16)
+
+
+def test_tma_refuses_strides_it_cannot_take_and_auto_falls_back():
+    a, b = operand(33, 70, torch.float16, "row"), operand(70, 40, torch.float16, "row")  # 140-byte rows
+    assert mm._tma_layout(a) is None
+    with pytest.raises(ValueError, match="TMA"):
+        matmul(a, b, path="tma")
+    assert choose_path(33, 40, 70, a, b) == "pointer"
+    assert_close(matmul(a, b), expected(a, b), dtype=torch.float16)
+
+
+def test_dispatch_rule():
+    big = random_tensor((128, 256), torch.float16), random_tensor((256, 64), torch.float16)
+    assert choose_path(1, 64, 256, *big) == "split_k"
+    assert choose_path(mm.SMALL_M + 1, 64, 256, *big) == ("tma" if mm.tma_available() else "pointer")
+    assert choose_path(128, 64, 4096, *big) == "split_k"  # few tiles, long K
+    assert choose_path(16, 64, 32, *big) != "split_k"  # too short a K to split
+
+
+@pytest.mark.parametrize("path", ["split_k", "gemv"])
+@pytest.mark.parametrize("K", [300, 1000])
+def test_split_k_slices_cover_k_exactly(K, path):
+    """K not a multiple of the slice: the last slice is short, nothing is summed twice."""
+    a, b = random_tensor((3, K), torch.float32), random_tensor((K, 40), torch.float32)
+    config = {"SPLIT_K": 4, "BLOCK_K": 32}
+    assert_close(matmul(a, b, path=path, config=config), expected(a, b), dtype=torch.float32)
+
+
+@pytest.mark.parametrize("layout", ["row", "column"])
+def test_gemv_one_row_blocks(layout):
+    """BLOCK_M = 1 (the GPU decode config): one program row per output row, both weight layouts."""
+    a, b = random_tensor((2, 200), torch.float16), operand(200, 24, torch.float16, layout)
+    config = {"BLOCK_M": 1, "BLOCK_N": 16, "BLOCK_K": 64, "SPLIT_K": 2}
+    assert_close(matmul(a, b, "gelu", path="gemv", config=config), expected(a, b, "gelu"), dtype=torch.float16)
+
+
+def test_gemv_dispatch_switch(monkeypatch):
+    big = (random_tensor((1, 256), torch.float16), random_tensor((256, 64), torch.float16))
+    monkeypatch.setattr(mm, "GEMV_MAX_M", 4)
+    assert choose_path(1, 64, 256, *big) == "gemv"
+    assert choose_path(5, 64, 256, *big) == "split_k"
+
+
+def test_split_k_config_fills_the_gpu_but_keeps_slices_long():
+    config = mm.split_k_config(1, 4096, 4096, torch.bfloat16)
+    tiles = -(-4096 // config["BLOCK_N"])
+    assert config["SPLIT_K"] >= 1 and 4096 // config["SPLIT_K"] >= 4 * config["BLOCK_K"] or config["SPLIT_K"] == 1
+    assert tiles * config["SPLIT_K"] >= min(2 * mm.num_sms(), tiles * 4096 // (4 * config["BLOCK_K"]))
+
+
+def test_fp32_is_true_fp32_unless_tf32_is_asked_for():
+    a, b = random_tensor((32, 64)), random_tensor((64, 32))
+    assert_close(matmul(a, b), expected(a, b), dtype=torch.float32)  # 1e-5: TF32 would give ~1e-3
+    assert_close(matmul(a, b, allow_tf32=True), expected(a, b), tol=3e-3)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_ragged_everything(path):
+    """Sizes that fill no block: the masks (or TMA's zero fill and clipped stores) carry the result."""
+    M, N, K = 45, 40, 296  # 40·2 and 296·2 bytes: 16-byte aligned rows for TMA
+    a, b = random_tensor((M, K), torch.float16), random_tensor((K, N), torch.float16)
+    assert_close(matmul(a, b, "gelu", path=path), expected(a, b, "gelu"), dtype=torch.float16)
+
+
+def test_reference_is_fp32_torch():
+    a, b = random_tensor((8, 16), torch.bfloat16), random_tensor((16, 8), torch.bfloat16)
+    assert reference(a, b, "gelu").dtype == torch.bfloat16
+    assert_close(reference(a, b, "gelu"), expected(a, b, "gelu"), dtype=torch.bfloat16)
+
+
+@pytest.mark.skipif(INTERPRETED, reason="GPU sizes: the interpreter would take minutes")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 14336, 4096), (128, 4096, 14336), (1000, 3001, 1025),
+                                   (2048, 2048, 2048)])
+def test_gpu_sizes(dtype, shape):
+    M, N, K = shape
+    a, b = random_tensor((M, K), dtype), random_tensor((N, K), dtype).T
+    assert_close(matmul(a, b, "gelu"), reference(a, b, "gelu"), dtype=dtype, baseline=apply_activation(a @ b, "gelu"))
+
+
+@pytest.mark.skipif(INTERPRETED, reason="GPU sizes: the interpreter would take minutes")
+@pytest.mark.parametrize("layout", ["row", "column"])
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (16, 4096, 14336), (3, 1000, 3001)])
+def test_gpu_gemv_sizes(shape, layout):
+    M, N, K = shape
+    a, b = random_tensor((M, K), torch.bfloat16), operand(K, N, torch.bfloat16, layout)
+    assert_close(matmul(a, b, path="gemv"), reference(a, b), dtype=torch.bfloat16, baseline=a @ b)
+
+
+# ---------------------------------------------------------------- edges and bad inputs
+
+
+def test_empty_and_k_zero():
+    assert matmul(random_tensor((0, 8)), random_tensor((8, 5))).shape == (0, 5)
+    out = matmul(random_tensor((3, 0)), random_tensor((0, 5)), "gelu")
+    assert torch.equal(out, torch.zeros(3, 5, dtype=out.dtype, device=out.device))
+
+
+@pytest.mark.parametrize(
+    "a, b, kwargs, error, match",
+    [
+        (torch.ones(2, 3, dtype=torch.int32), torch.ones(3, 2, dtype=torch.int32), {}, TypeError, "dtype"),
+        (torch.ones(2, 3), torch.ones(3, 2, dtype=torch.float16), {}, TypeError, "dtypes differ"),
+        (torch.ones(2, 3), torch.ones(4, 2), {}, ValueError, "inner dimensions"),
+        (torch.ones(3), torch.ones(3, 2), {}, ValueError, "2-D"),
+        (torch.ones(2, 3), torch.ones(3, 2), {"activation": "tanh"}, ValueError, "activation"),
+        (torch.ones(2, 3), torch.ones(3, 2), {"path": "magic"}, ValueError, "path"),
+        ([[1.0]], torch.ones(1, 1), {}, TypeError, "torch.Tensor"),
+    ],
+)
+def test_bad_inputs(a, b, kwargs, error, match):
+    if isinstance(a, torch.Tensor):
+        a = a.to(DEVICE)
+    with pytest.raises(error, match=match):
+        matmul(a, b.to(DEVICE), **kwargs)
+
+
+def test_wrong_device():
+    elsewhere = "meta" if DEVICE == "cpu" else "cpu"  # any device that is not the kernel device
+    with pytest.raises(ValueError, match="kernels run on"):
+        matmul(torch.ones(2, 2, device=elsewhere), torch.ones(2, 2, device=elsewhere))
+
+
+def test_dimension_over_int32_is_refused():
+    huge = random_tensor((1, 1), torch.float16).expand(2**31, 1)  # stride 0: no memory behind the rows
+    with pytest.raises(ValueError, match=r"2\*\*31"):
+        matmul(huge, random_tensor((1, 1), torch.float16))
