@@ -58,8 +58,12 @@ def test_forward_and_backward(shape, dtype, path):
     y.backward(dy)
     assert y.dtype == dtype and x.grad.dtype == dtype and w.grad.dtype == dtype
     expected = _torch_grads(x, w, b, dy, torch.float64)
-    if shape[-1] == 1:  # x̂ = 0 exactly: y = β, dx = 0, dW = 0 (float64 PyTorch leaves ~1e-14 of noise)
-        assert torch.equal(y, b.detach().expand_as(y)) and not x.grad.any() and not w.grad.any()
+    if shape[-1] == 1:  # x̂ = 0 exactly: y = β, dW = 0 (float64 PyTorch leaves ~1e-14 of noise)
+        assert torch.equal(y, b.detach().expand_as(y)) and not w.grad.any()
+        # dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) is 0 in exact arithmetic; compiled, the
+        # multiply-add contraction of ĝ − mean(ĝ) leaves one rounding of ĝ, times rstd = 1/√ε.
+        rounding = torch.finfo(dtype).eps * (dy * w).detach().abs().max().float() / 1e-5**0.5
+        assert x.grad.float().abs().max() <= 4 * rounding
         return
     same_precision = _torch_grads(x, w, b, dy, dtype) if dtype != torch.float32 else [None] * 4
     for name, got, exp, base in zip(("y", "dx", "dW", "dB"), (y, x.grad, w.grad, b.grad), expected, same_precision):

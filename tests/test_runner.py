@@ -32,3 +32,4 @@ def test_host_synchronising_ops_are_marked_for_host_timing():
     op = peers.host_synchronising(lambda x: x + 1)
     assert op(1) == 2 and op.graph_safe is False
     assert getattr(lambda x: x, "graph_safe", True) is True
+

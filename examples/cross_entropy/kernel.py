@@ -224,17 +224,17 @@ def scale_by_grad_output_kernel(
 
 
 # --8<-- [start:launch_config]
-MAX_BLOCK_V = 8192
+MAX_BLOCK_V = 16384
 """Chunk width of one sweep step (a row wider than this is streamed in chunks)."""
-NUM_WARPS = 16
+NUM_WARPS = 32
 PER_LANE = True
 """Online max per lane (True) or per chunk (False); see the kernel's sweep 1."""
 REVERSE = True
 """Sweep 2 walks the row backwards, starting from the chunks sweep 1 read last."""
-KEEP, STREAM = "", ""
+KEEP, STREAM = "evict_last", "evict_first"
 """Eviction hints for sweep 1's loads and sweep 2's loads and stores ("evict_last",
 "evict_first" or "" for none)."""
-PROGRAMS_PER_SM = 0
+PROGRAMS_PER_SM = 4
 """0: one program per row. k > 0: a persistent grid of k programs per SM looping over
 rows, which caps the rows in flight (and so the L2 footprint of sweep 2's re-read)."""
 

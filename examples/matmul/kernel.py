@@ -270,22 +270,22 @@ TILE_CONFIGS = {
                   EPILOGUE_SUBTILE=True, FLATTEN=True, WARP_SPECIALIZE=False),  # >= one 128x256 tile per SM
     "medium": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, num_warps=8, num_stages=4,
                    EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # >= one 128x128 tile per SM
-    "small": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, num_warps=4, num_stages=4,
+    "small": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, num_warps=4, num_stages=5,
                   EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # fewer tiles than SMs
     "fp32": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_SIZE_M=8, num_warps=8, num_stages=3,
                  EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),
 }
 SPLIT_K_CONFIGS = {  # SPLIT_K=0: the launcher picks the number of slices (see split_k_config)
-    "decode_row": dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4),  # b (K, N) row-major
-    "decode_col": dict(BLOCK_M=16, BLOCK_N=64, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4),  # b = W.T, W (N, K)
+    "decode_row": dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, SPLIT_K=1, num_warps=4, num_stages=4),  # b (K, N) row-major
+    "decode_col": dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, SPLIT_K=1, num_warps=4, num_stages=4),  # b = W.T, W (N, K)
     "few_tiles": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, SPLIT_K=0, num_warps=4, num_stages=4),
 }
 GEMV_CONFIGS = {  # the CUDA-core path for very few rows: no tensor-core padding of M up to 16
-    "row": dict(BLOCK_M=1, BLOCK_N=128, BLOCK_K=64, SPLIT_K=0, num_warps=4, num_stages=4),  # b (K, N) row-major
-    "col": dict(BLOCK_M=1, BLOCK_N=32, BLOCK_K=256, SPLIT_K=0, num_warps=4, num_stages=4),  # b = W.T, W (N, K)
+    "row": dict(BLOCK_M=1, BLOCK_N=64, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4),  # b (K, N) row-major
+    "col": dict(BLOCK_M=1, BLOCK_N=16, BLOCK_K=512, SPLIT_K=0, num_warps=4, num_stages=3),  # b = W.T, W (N, K)
 }
-GEMV_MAX_M = 0
-"""Largest M that the dispatch sends to the GEMV kernel (0: never; the tuning sweep decides)."""
+GEMV_MAX_M = 1
+"""Largest M that the dispatch sends to the GEMV kernel (on the H100 it won at M = 1 and lost at 16)."""
 FEW_TILES_PATH = "split_k"
 """Path for shapes whose 128x128 tiles fill under half the SMs (M=128 prefill): "split_k" or "tma"."""
 
