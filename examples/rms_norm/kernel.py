@@ -258,9 +258,9 @@ WIDE_BLOCK_N = 4096
 WIDE_NUM_WARPS = 16
 MIN_ELEMENTS_PER_TILE = 2048
 VALUES_PER_THREAD = 16
-FWD_MAX_WARPS = 16
+FWD_MAX_WARPS = 32
 """Most warps per forward program: the widest in-register rows ran fastest with this many on an H100."""
-FWD_ONE_TILE_MAX_COLS = 16384
+FWD_ONE_TILE_MAX_COLS = 8192
 """Forward rows up to this width: one tile per program (the grid covers every tile), measured
 faster than a persistent grid on an H100; wider rows: a persistent grid of FWD_PROGRAMS_PER_SM."""
 FWD_MAX_FUSED_COLS = 16384
