@@ -40,6 +40,11 @@ if str(REPO_ROOT) not in sys.path:
 # toolchain traps in docs/contributing.md).
 import academy  # noqa: E402,F401
 
+# Verified-with records (examples/<slug>/verified/*.json), written only when
+# ACADEMY_RECORD_VERIFIED=1: see academy/pytest_verified.py. The site tests share
+# one build, one browser and one visit of every page: academy/pytest_site.py.
+pytest_plugins = ["academy.pytest_verified", "academy.pytest_site"]
+
 try:
     from pytest_codeblocks import plugin as _codeblocks
 except ImportError:  # plugin not installed: nothing to adapt

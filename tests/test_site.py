@@ -8,11 +8,15 @@ On every page:
   request fails;
 * no console error and no uncaught page error;
 * KaTeX rendered every formula (each ``.arithmatex`` holds a ``.katex``) and
-  none failed (``.katex-error``);
+  none failed (``.katex-error``), and no TeX is left raw in notebook markdown;
 * every code-annotation marker in the code became a rendered annotation, and
   math inside annotation tooltips (inserted when opened) is rendered too.
 
-Screenshots of the home page, light and dark, go to ``test-artifacts/``.
+The pages are visited once for the whole suite by the ``page_reports``
+fixture (``academy/pytest_site.py``); ``tests/test_site_a11y.py`` asserts the
+accessibility facts of the same visit and takes the screenshots,
+``tests/test_site_weight.py`` the page weight and build time,
+``tests/test_site_search.py`` the search.
 
 The browser is Debian's ``chromium`` (``make test`` installs it), never one
 downloaded by ``playwright install``. If it is missing the test fails, unless
@@ -21,218 +25,40 @@ downloaded by ``playwright install``. If it is missing the test fails, unless
 
 from __future__ import annotations
 
-import functools
-import http.server
-import os
-import re
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = REPO_ROOT / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--no-first-run",
-]
-LOCAL_HOSTS = {"127.0.0.1", "localhost"}
-# A marker as Pygments leaves it in a highlighted code comment (prose mentions of
-# `# (1)!` are inline <code>, not a comment span, and do not count).
-ANNOTATION_MARKER = re.compile(r'<span class="c1?">#[^<]*\(\d+\)!')
+from academy.pytest_site import PAGE_FACTS, summarize
 
 pytestmark = pytest.mark.slow
 
+# Fixtures (site_build, site_dir, base_url, browser, page_reports, screenshot_dir)
+# live in academy/pytest_site.py, registered by the root conftest.py, so that
+# every tests/test_site*.py file shares one build, one browser and one visit
+# of every page.
 
-# ---------------------------------------------------------------- fixtures
+
+def test_every_page(page_reports):
+    """Math rendered (annotations and notebook pages included), no other host, no console error."""
+    report = summarize(page_reports, ("render", "network", "console"))
+    assert not report, report
 
 
-@pytest.fixture(scope="session")
-def site_dir(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    env.pop("ACADEMY_NB_CACHE", None)  # always execute the notebooks afresh
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
+def test_page_facts_see_raw_tex_headings_and_missing_alt(browser):
+    """The in-page script of the per-page checks catches what it must (so those checks can fail)."""
+    page = browser.new_page()
+    page.set_content(
+        '<div class="md-content"><article><h1>T</h1><h3>skipped</h3>'
+        '<div class="jp-RenderedMarkdown"><p>raw $x^2$ here</p><p><code>$not math$</code></p></div>'
+        '<img src="a.png"><img src="b.png" alt="a plot"><svg role="img"></svg></article></div>'
     )
-    elapsed = time.perf_counter() - start
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{log}"
-    warnings = [line for line in log.splitlines() if line.startswith(("WARNING", "ERROR"))]
-    assert not warnings, "the build must be warning-free:\n" + "\n".join(warnings)
-    print(f"site built in {elapsed:.1f} s")
-    return out
-
-
-@pytest.fixture(scope="session")
-def base_url(site_dir) -> str:
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    handler = functools.partial(Quiet, directory=str(site_dir))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if os.environ.get("ACADEMY_SKIP_BROWSER") == "1":
-        pytest.skip("ACADEMY_SKIP_BROWSER=1: browser checks skipped")
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: the site test needs Debian's chromium. "
-            "Install it with `apt-get install -y chromium` (as root; `make test` does this), "
-            "or set ACADEMY_SKIP_BROWSER=1 to skip the browser checks.",
-            pytrace=False,
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
-
-
-def _pages(site_dir: Path) -> list[str]:
-    """URL paths of every page: each index.html under the site."""
-    paths = []
-    for index in sorted(site_dir.rglob("index.html")):
-        rel = index.parent.relative_to(site_dir).as_posix()
-        paths.append("/" if rel == "." else f"/{rel}/")
-    return paths
-
-
-class PageWatch:
-    """Records what a page does: requests, failures, console and page errors."""
-
-    def __init__(self, context):
-        self.external: list[str] = []
-        self.failed: list[str] = []
-        self.errors: list[str] = []
-        context.route("**/*", self._route)
-
-    def _route(self, route):
-        url = route.request.url
-        if urlsplit(url).hostname not in LOCAL_HOSTS:
-            self.external.append(url)
-            route.abort()
-        else:
-            route.continue_()
-
-    def attach(self, page):
-        page.on("console", lambda msg: msg.type == "error" and self.errors.append(f"console: {msg.text}"))
-        page.on("pageerror", lambda exc: self.errors.append(f"page error: {exc}"))
-        page.on("requestfailed", lambda req: self._failed(req, req.failure))
-        page.on("response", lambda resp: resp.status >= 400 and self.failed.append(f"{resp.status} {resp.url}"))
-
-    def _failed(self, request, failure):
-        if urlsplit(request.url).hostname in LOCAL_HOSTS:
-            self.failed.append(f"{failure} {request.url}")
-
-
-# Runs in the page once it has loaded: wait until KaTeX has had its turn.
-KATEX_DONE = """() => {
-  const math = document.querySelectorAll('.arithmatex');
-  return [...math].every(el => el.querySelector('.katex, .katex-error'));
-}"""
-
-PAGE_FACTS = """() => ({
-  arithmatex: document.querySelectorAll('.arithmatex').length,
-  unrendered: [...document.querySelectorAll('.arithmatex')]
-      .filter(el => !el.querySelector('.katex')).map(el => el.textContent.slice(0, 60)),
-  katexErrors: [...document.querySelectorAll('.katex-error')].map(el => el.textContent.slice(0, 60)),
-  annotations: document.querySelectorAll('.md-annotation').length,
-})"""
-
-
-def _open_annotations(page, count: int) -> list[str]:
-    """Open each code annotation: Material inserts its tooltip only now, and math there must render too."""
-    found = []
-    markers = page.locator(".md-annotation__index")
-    for i in range(count):
-        markers.nth(i).click(force=True)  # force: the markers pulse, so they are never "stable"
-        try:
-            page.wait_for_function(KATEX_DONE, timeout=3_000)
-        except Exception:
-            found.append(f"math in code annotation {i + 1} was not rendered by KaTeX")
-    return found
-
-
-# ---------------------------------------------------------------- tests
-
-
-def test_every_page(site_dir, base_url, browser):
-    pages = _pages(site_dir)
-    assert "/" in pages and len(pages) > 3, f"suspiciously few pages: {pages}"
-    context = browser.new_context()
-    watch = PageWatch(context)
-    page = context.new_page()
-    watch.attach(page)
-    problems: dict[str, list[str]] = {}
-    for path in pages:
-        watch.external.clear(), watch.failed.clear(), watch.errors.clear()
-        page.goto(base_url + path, wait_until="load")
-        found = []
-        try:
-            page.wait_for_function(KATEX_DONE, timeout=10_000)
-        except Exception:
-            found.append("KaTeX did not render within 10 s")
-        page.wait_for_load_state("networkidle")
-        facts = page.evaluate(PAGE_FACTS)
-        if facts["unrendered"]:
-            found.append(f"math not rendered by KaTeX: {facts['unrendered']}")
-        if facts["katexErrors"]:
-            found.append(f"KaTeX errors: {facts['katexErrors']}")
-        found += _open_annotations(page, facts["annotations"])
-        html = (site_dir / path.lstrip("/") / "index.html").read_text()
-        markers = len(ANNOTATION_MARKER.findall(html))
-        if facts["annotations"] < markers:
-            found.append(f"{markers} code-annotation markers but {facts['annotations']} rendered annotations")
-        found += [f"request to another host: {url}" for url in watch.external]
-        found += [f"failed request: {what}" for what in watch.failed]
-        found += watch.errors
-        if found:
-            problems[path] = found
-    context.close()
-    report = "\n".join(f"{path}:\n  " + "\n  ".join(lines) for path, lines in problems.items())
-    assert not problems, f"{len(problems)} of {len(pages)} pages have problems:\n{report}"
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_home_screenshot(site_dir, base_url, browser, scheme):
-    ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(color_scheme=scheme, viewport={"width": 1280, "height": 900})
-    watch = PageWatch(context)
-    page = context.new_page()
-    watch.attach(page)
-    page.goto(base_url + "/", wait_until="networkidle")
-    page.wait_for_function(KATEX_DONE, timeout=10_000)
-    palette = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
-    page.screenshot(path=str(ARTIFACTS / f"home-{scheme}.png"), full_page=True)
-    context.close()
-    assert palette == {"light": "default", "dark": "slate"}[scheme]
-    assert not watch.external and not watch.errors, watch.external + watch.errors
+    facts = page.evaluate(PAGE_FACTS)
+    page.close()
+    assert facts["rawTex"] == ["raw $x^2$ here"]
+    assert facts["headings"] == [[1, "T"], [3, "skipped"]]
+    assert facts["images"] == ["a.png"] and len(facts["svgs"]) == 1
 
 
 # ---------------------------------------------------------------- links (no browser)

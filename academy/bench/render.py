@@ -34,7 +34,7 @@ PROVIDER_LABELS = {
 }
 
 # Mid-lightness hues readable on both Material's light and slate backgrounds.
-SERIES_COLORS = ("#f76707", "#3b82f6", "#16a34a", "#a855f7", "#db2777", "#0891b2", "#ca8a04", "#64748b")
+SERIES_COLORS = ("#f76707", "#3b82f6", "#16a34a", "#a855f7", "#db2777", "#0891b2", "#a17a00", "#64748b")
 
 DASH = "—"
 

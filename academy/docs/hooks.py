@@ -12,6 +12,15 @@ the output keeps the indentation)::
     <!-- bench:summary SLUG -->
     <!-- bench:provenance SLUG -->
     <!-- bench:overview -->
+    <!-- bench:dashboard -->
+    <!-- bench:verified SLUG -->
+
+``dashboard`` is every kernel × shape × GPU (:mod:`academy.dashboard`);
+``verified`` is the verified-with badge (:mod:`academy.verified`), which the
+hook also inserts by itself right under the title of every chapter page.
+Every finished ``kernels/*.md`` page is also checked by
+:mod:`academy.prose_numbers`: prose that quotes a measurement missing from the
+chapter's results files fails the build.
 
 A value is everything after the first ``=``, so ``sweep=M=8192`` means the sweep
 ``"M=8192"``; quote values with spaces. Unknown directives, slugs or keys fail
@@ -41,6 +50,8 @@ DIRECTIVES: dict[str, tuple[bool, frozenset[str]]] = {
     "summary": (True, frozenset()),
     "provenance": (True, frozenset()),
     "overview": (False, frozenset()),
+    "dashboard": (False, frozenset()),
+    "verified": (True, frozenset()),
 }
 
 LINE_RE = re.compile(r"^(?P<indent>[ \t]*)<!--\s*bench:(?P<body>.*?)-->[ \t]*$")
@@ -177,6 +188,14 @@ def render_directive(d: Directive, noted: set[str] | None = None) -> str:
                 except DirectiveError:
                     pass  # the overview falls back to the geometric mean over all cases
         return render.overview(everything, headlines=heads, current_hashes=hashes, pages=pages)
+    if d.name == "dashboard":
+        from academy.dashboard import dashboard
+
+        return dashboard(_nav_titles)
+    if d.name == "verified":
+        from academy.verified import badge
+
+        return badge(chapter(d.slug).slug)
     ch = chapter(d.slug)
     results = load_results(ch)
     if not results:
@@ -198,12 +217,96 @@ def render_directive(d: Directive, noted: set[str] | None = None) -> str:
     return per_gpu(results, lambda r: render.provenance(r, current_kernel_hash=current))
 
 
+_nav_titles: dict[str, str] = {}  # slug -> the nav's title of its page, for the dashboard
+
+
+def _collect_titles(nav, titles: dict[str, str]) -> None:
+    for item in nav or []:
+        if isinstance(item, dict):
+            for title, value in item.items():
+                if isinstance(value, str):
+                    stem = value.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+                    titles.setdefault(stem, title)
+                else:
+                    _collect_titles(value, titles)
+
+
+def on_config(config, **kwargs):
+    _nav_titles.clear()
+    _collect_titles(config.get("nav"), _nav_titles)
+    return config
+
+
+def chapter_of_page(src_path: str) -> Chapter | None:
+    """The chapter whose page this is (``Chapter.page``), if any."""
+    for ch in all_chapters():
+        if ch.nav_path == src_path:
+            return ch
+    return None
+
+
 def on_page_markdown(markdown, page=None, **kwargs):
+    from mkdocs.exceptions import PluginError
+
+    where = page.file.src_path if page is not None else "?"
+    if where.startswith("kernels/") and where.endswith(".md"):
+        from academy.prose_numbers import check_markdown
+
+        problems = check_markdown(markdown, where)
+        if problems:
+            raise PluginError(
+                "academy: prose quotes numbers that no results file holds (rule: academy/prose_numbers.py):\n  "
+                + "\n  ".join(problems)
+            )
+    ch = chapter_of_page(where)
+    if ch is not None and where.endswith(".md") and "bench:verified" not in markdown:
+        from academy.verified import insert_badge
+
+        markdown = insert_badge(markdown, ch.slug)
     try:
         noted: set[str] = set()  # one "not measured yet" note per chapter per page
         return expand(markdown, lambda d: render_directive(d, noted))
     except DirectiveError as err:
-        from mkdocs.exceptions import PluginError
-
-        where = page.file.src_path if page is not None else "?"
         raise PluginError(f"academy bench directive in {where}, {err}") from err
+
+
+def on_page_content(html, page=None, **kwargs):
+    """Notebook chapter pages (tutorials that own a kernel) get the verified-with badge too:
+    their Markdown never passes through ``on_page_markdown``, so it goes in after the first ``</h1>``."""
+    where = page.file.src_path if page is not None else ""
+    ch = chapter_of_page(where) if where.endswith(".py") else None
+    if ch is None or "academy-verified" in html:
+        return html
+    from academy.verified import badge
+
+    end = html.find("</h1>")
+    if end < 0:
+        return html
+    # Inside a notebook cell the h1 sits in nested divs; close none of them, the badge is one <p>.
+    end += len("</h1>")
+    return html[:end] + "\n" + badge(ch.slug) + html[end:]
+
+
+PRE_RE = re.compile(r"<pre>.*?</pre>", re.S)
+
+
+def on_post_build(config, **kwargs):
+    """Drop code blocks (``<pre>``) from the search index.
+
+    Material's search worker downloads the whole index with the first page a
+    reader opens, and the listings of kernel source were about 40% of it: the
+    landing page's weight grew with every chapter towards the 1.5 MB bar
+    (``tests/test_site_weight.py``). Prose, headings and inline code stay
+    searchable (the reader-question test, ``tests/test_site_search.py``, runs on
+    this index); the listings are on the pages and in ``examples/``.
+    """
+    import json
+    from pathlib import Path
+
+    path = Path(config["site_dir"]) / "search" / "search_index.json"
+    if not path.is_file():
+        return
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for doc in data.get("docs", []):
+        doc["text"] = PRE_RE.sub(" ", doc.get("text", ""))
+    path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")

@@ -49,7 +49,7 @@ torch.manual_seed(0)
 print("device:", academy.DEVICE, "| interpreted:", academy.INTERPRETED)
 
 # %% [markdown]
-# ## 1. The knobs
+# ## 1. The knobs: what num_warps and num_stages are
 #
 # A Triton kernel has two kinds of parameters. Ordinary arguments (pointers,
 # sizes, strides) are values at run time. **Meta-parameters** are

@@ -280,6 +280,17 @@ for group, fraction in best.items():
     print(f"{group:24s} best point at {fraction:.0%} of the bandwidth roof")
 
 # %% [markdown]
+# ## Why is my kernel slow?
+#
+# Most slow kernels fail one of the checks above. Put its rate next to the
+# roofline first: if it moves more bytes than the operation needs, fuse or
+# reuse. If the bytes are minimal but the rate is low, look at occupancy (too
+# few resident warps to hide memory latency, often from register pressure),
+# at coalescing (loads that split into many 128-byte transactions), and at
+# waves (a last wave that leaves most SMs idle). Before any of that, make sure
+# the number itself is honest: [Measuring honestly](../measuring/).
+
+# %% [markdown]
 # ## Exercises
 #
 # **1. A register cap.** A kernel uses 96 registers per thread in blocks of

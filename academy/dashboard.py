@@ -1,0 +1,115 @@
+"""The performance dashboard: every kernel × shape × GPU on one page, from the results files only.
+
+``render_dashboard`` is pure (results in, Markdown out); :func:`dashboard`
+finds the files, and the MkDocs hook expands ``<!-- bench:dashboard -->`` with
+it (``docs/dashboard.md``).
+
+One section per chapter (linked to the chapter's page), one table per chapter
+with a line per GPU × sweep × shape × dtype × mode, in the results file's order:
+our median time and rate, **% of the ceiling that fits the row's metric**
+(copy ceiling for bandwidth rows, matmul ceiling for compute rows: a chapter may
+mix both), and the ratio to the best *peer* (``academy:<variant>`` stages are
+ours, never peers), with that peer's name. A results file measured on older code
+than the chapter's current :meth:`~academy.chapters.Chapter.code_hash` is marked
+stale on every one of its lines. Numbers are formatted by
+:mod:`academy.bench.render`, so the dashboard and the chapter pages agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from academy.bench import render
+from academy.bench.results import OURS, Results
+
+
+@dataclass(frozen=True)
+class ChapterResults:
+    slug: str
+    title: str
+    page: str  # docs-relative path of the chapter page, as the nav names it
+    results: Sequence[Results]
+    current_hash: str | None = None
+
+
+def _title(slug: str) -> str:
+    return slug.replace("_", " ").capitalize()
+
+
+def chapter_table(entry: ChapterResults) -> str:
+    lines = [
+        "| GPU | sweep | shape | dtype | mode | ours | rate | % of ceiling | vs best peer | best peer |",
+        "|:--|:--|:--|:--|:--|--:|--:|--:|--:|:--|",
+    ]
+    stale_any = False
+    for res in sorted(entry.results, key=render.gpu_label):
+        stale = entry.current_hash is not None and res.provenance.kernel_hash != entry.current_hash
+        stale_any = stale_any or stale
+        gpu = render.gpu_label(res) + (" ⚠ stale" if stale else "")
+        for key, by_provider in render._group(res.rows).items():
+            ours = by_provider.get(OURS)
+            if ours is None:
+                continue
+            metric = ours.metric or res.metric
+            comp = render.compare(by_provider)
+            ratio = comp.ratio
+            ratio_text = render.DASH if ratio is None else render.fmt_ratio(ratio)
+            if ratio is not None and round(ratio, 2) >= 1:
+                ratio_text = f"**{ratio_text}**"
+            peer = render.provider_label(comp.best_peer.provider) if comp.best_peer else render.DASH
+            lines.append(
+                f"| {gpu} | {key.sweep} | {render.shape_text(dict(key.params))} | {key.dtype} | {key.mode} | "
+                f"{render.fmt(ours.ms)} ms | {render.fmt_rate(ours.rate, res.unit_of(metric))} | "
+                f"{render.fmt_pct(ours.fraction_of_ceiling)} {render.ceiling_name(metric)} | {ratio_text} | {peer} |"
+            )
+    out = "\n".join(lines) + "\n"
+    if stale_any:
+        out += "\n*⚠ stale: measured on older code than the chapter's current kernel; re-measure with `academy bench " + entry.slug + "`.*\n"
+    return out
+
+
+def render_dashboard(entries: Sequence[ChapterResults]) -> str:
+    measured = [e for e in entries if e.results]
+    missing = [e for e in entries if not e.results]
+    out = []
+    if measured:
+        gpus = sorted({render.gpu_label(r) for e in measured for r in e.results})
+        lines = sum(1 for e in measured for r in e.results for row in r.rows if row.provider == OURS)
+        out.append(
+            f"{len(measured)} chapters measured on {', '.join(gpus)}; {lines} measured cases of ours. "
+            "*% of ceiling* is against the copy ceiling for memory-bound rows and the matmul ceiling for "
+            "compute-bound rows, both measured in the same run; *vs best peer* is the fastest peer's median ÷ ours "
+            "(bold: ours at least as fast).\n"
+        )
+    else:
+        out.append('!!! note "Nothing measured yet"\n\n    No chapter has committed results yet.\n')
+    for e in measured:
+        dates = sorted({r.provenance.date[:10] for r in e.results})
+        out.append(f"## {e.title}\n\n[{e.title}]({e.page}) · measured {', '.join(dates)}\n\n{chapter_table(e)}")
+    if missing:
+        links = ", ".join(f"[{e.title}]({e.page})" for e in missing)
+        out.append(f"## Not measured yet\n\n{links}: no results file committed yet.\n")
+    return "\n".join(out)
+
+
+def dashboard(titles: Mapping[str, str] | None = None) -> str:
+    """The dashboard over every chapter in ``examples/`` (what ``<!-- bench:dashboard -->`` renders)."""
+    from academy.bench.results import load
+    from academy.chapters import all_chapters
+
+    titles = titles or {}
+    entries = []
+    for ch in all_chapters():
+        if not ch.page.is_file():
+            continue
+        entries.append(
+            ChapterResults(
+                slug=ch.slug,
+                title=titles.get(ch.slug, _title(ch.slug)),
+                page=ch.nav_path,
+                results=[load(p) for p in ch.results_files()],
+                current_hash=ch.code_hash(),
+            )
+        )
+    return render_dashboard(entries)

@@ -1,0 +1,356 @@
+"""Pytest plugin: the built site, a browser, and one visit of every page, shared by the site tests.
+
+Registered by the root ``conftest.py``. Everything is session-scoped so the
+whole site suite (``tests/test_site*.py``) builds the site **once**, starts
+**one** Chromium, and opens every page **once**:
+
+* ``site_build`` / ``site_dir``: ``mkdocs build --strict`` into a temporary
+  folder (any warning fails), timed;
+* ``base_url``: a local HTTP server over it (127.0.0.1, random port);
+* ``browser``: Debian's ``/usr/bin/chromium`` through Playwright (never a
+  downloaded one); ``ACADEMY_SKIP_BROWSER=1`` skips the browser tests;
+* ``page_reports``: every page visited once, each :class:`PageReport` holding
+  what every per-page check needs (problems by category, headings, images,
+  local bytes transferred);
+* ``screenshot_dir``: where screenshots go: ``--screenshots DIR``, else
+  ``$ACADEMY_SCREENSHOTS``, else ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+# A marker as Pygments leaves it in a highlighted code comment (prose mentions of
+# `# (1)!` are inline <code>, not a comment span, and do not count).
+ANNOTATION_MARKER = re.compile(r'<span class="c1?">#[^<]*\(\d+\)!')
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--screenshots",
+        action="store",
+        default=None,
+        metavar="DIR",
+        help="where the site tests save their screenshots (default: $ACADEMY_SCREENSHOTS or test-artifacts/); "
+        "write it --screenshots=DIR when no test path is given",
+    )
+
+
+# ---------------------------------------------------------------- build and serve
+
+
+@dataclass(frozen=True)
+class SiteBuild:
+    path: Path
+    seconds: float
+    log: str
+
+
+@pytest.fixture(scope="session")
+def site_build(tmp_path_factory) -> SiteBuild:
+    """The strict build, timed. ``ACADEMY_SITE_DIR=/path`` reuses a site built there
+    beforehand (for iterating on the browser tests; the build-time test then skips)."""
+    prebuilt = os.environ.get("ACADEMY_SITE_DIR")
+    if prebuilt:
+        path = Path(prebuilt).resolve()
+        assert (path / "index.html").is_file(), f"ACADEMY_SITE_DIR={prebuilt} holds no built site"
+        return SiteBuild(path, float("nan"), "")
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    env.pop("ACADEMY_NB_CACHE", None)  # always execute the notebooks afresh
+    import resource
+
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    elapsed = time.perf_counter() - start
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{log}"
+    warnings = [line for line in log.splitlines() if line.startswith(("WARNING", "ERROR"))]
+    assert not warnings, "the build must be warning-free:\n" + "\n".join(warnings)
+    # CPU seconds tell a slow machine from a busy one: wall >> CPU / cores means other load.
+    print(f"site built in {elapsed:.1f} s on {os.cpu_count()} cores ({cpu:.1f} CPU-s in the build's processes)")
+    return SiteBuild(out, elapsed, log)
+
+
+@pytest.fixture(scope="session")
+def site_dir(site_build) -> Path:
+    return site_build.path
+
+
+@pytest.fixture(scope="session")
+def base_url(site_dir) -> str:
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(site_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if os.environ.get("ACADEMY_SKIP_BROWSER") == "1":
+        pytest.skip("ACADEMY_SKIP_BROWSER=1: browser checks skipped")
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: the site test needs Debian's chromium. "
+            "Install it with `apt-get install -y chromium` (as root; `make test` does this), "
+            "or set ACADEMY_SKIP_BROWSER=1 to skip the browser checks.",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir(pytestconfig) -> Path:
+    where = pytestconfig.getoption("--screenshots") or os.environ.get("ACADEMY_SCREENSHOTS") or ARTIFACTS
+    path = Path(where).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def site_pages(site_dir: Path) -> list[str]:
+    """URL paths of every page: each index.html under the site."""
+    paths = []
+    for index in sorted(site_dir.rglob("index.html")):
+        rel = index.parent.relative_to(site_dir).as_posix()
+        paths.append("/" if rel == "." else f"/{rel}/")
+    return paths
+
+
+class PageWatch:
+    """Records what a page does: requests, failures, console and page errors, bytes received."""
+
+    def __init__(self, context, gzip_sizes: bool = False):
+        self.external: list[str] = []
+        self.failed: list[str] = []
+        self.errors: list[str] = []
+        self.bytes: dict[str, int] = {}  # local URL -> body bytes as served (uncompressed)
+        self.gzip_bytes: dict[str, int] = {}  # local URL -> its gzip size (what a compressing host sends)
+        self._gzip = gzip_sizes
+        context.route("**/*", self._route)
+
+    def clear(self):
+        self.external.clear(), self.failed.clear(), self.errors.clear(), self.bytes.clear(), self.gzip_bytes.clear()
+
+    def _route(self, route):
+        url = route.request.url
+        if urlsplit(url).hostname not in LOCAL_HOSTS:
+            self.external.append(url)
+            route.abort()
+        else:
+            route.continue_()
+
+    def attach(self, page):
+        page.on("console", lambda msg: msg.type == "error" and self.errors.append(f"console: {msg.text}"))
+        page.on("pageerror", lambda exc: self.errors.append(f"page error: {exc}"))
+        page.on("requestfailed", lambda req: self._failed(req, req.failure))
+        page.on("response", self._response)
+
+    def _response(self, resp):
+        if resp.status >= 400:
+            self.failed.append(f"{resp.status} {resp.url}")
+        elif urlsplit(resp.url).hostname in LOCAL_HOSTS and not resp.url.startswith("data:"):
+            try:
+                body = resp.body()
+                self.bytes[resp.url] = len(body)
+                if self._gzip:
+                    import gzip
+
+                    self.gzip_bytes[resp.url] = len(gzip.compress(body, 6))
+            except Exception:  # noqa: BLE001 - a redirect or a body already gone: no bytes to count
+                pass
+
+    def _failed(self, request, failure):
+        if urlsplit(request.url).hostname in LOCAL_HOSTS:
+            self.failed.append(f"{failure} {request.url}")
+
+
+# ---------------------------------------------------------------- page scripts
+
+# Runs in the page once it has loaded: wait until KaTeX has had its turn.
+KATEX_DONE = """() => {
+  const math = document.querySelectorAll('.arithmatex');
+  return [...math].every(el => el.querySelector('.katex, .katex-error'));
+}"""
+
+PAGE_FACTS = r"""() => {
+  const article = document.querySelector('.md-content article') || document.body;
+  const visible = el => !el.closest('.md-tooltip, .md-annotation, nav, .md-sidebar, [hidden]');
+  // TeX left raw in rendered notebook markdown: $...$ or \(...\) outside KaTeX output and code.
+  const rawTex = [];
+  for (const cell of document.querySelectorAll('.jp-RenderedMarkdown, .jp-MarkdownOutput')) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    let node;
+    while ((node = walker.nextNode())) {
+      if (node.parentElement.closest('.katex, code, pre, script')) continue;
+      const t = node.textContent;
+      if (/\$[^$\s][^$]*\$|\\\(|\\\[/.test(t)) rawTex.push(t.trim().slice(0, 60));
+    }
+  }
+  return {
+    arithmatex: document.querySelectorAll('.arithmatex').length,
+    unrendered: [...document.querySelectorAll('.arithmatex')]
+        .filter(el => !el.querySelector('.katex')).map(el => el.textContent.slice(0, 60)),
+    katexErrors: [...document.querySelectorAll('.katex-error')].map(el => el.textContent.slice(0, 60)),
+    rawTex,
+    annotations: document.querySelectorAll('.md-annotation').length,
+    headings: [...article.querySelectorAll('h1, h2, h3, h4, h5, h6')].filter(visible)
+        .map(h => [Number(h.tagName[1]), h.textContent.replace(/¶$/, '').trim().slice(0, 60)]),
+    images: [...article.querySelectorAll('img')].filter(visible)
+        .filter(img => !(img.getAttribute('alt') || '').trim()
+                       && img.getAttribute('role') !== 'presentation' && img.getAttribute('aria-hidden') !== 'true')
+        .map(img => (img.getAttribute('src') || '').slice(0, 80)),
+    svgs: [...article.querySelectorAll('svg[role="img"]')]
+        .filter(svg => !(svg.getAttribute('aria-label') || '').trim() && !svg.querySelector(':scope > title'))
+        .map(svg => svg.outerHTML.slice(0, 80)),
+  };
+}"""
+
+
+@dataclass
+class PageReport:
+    path: str
+    problems: dict[str, list[str]] = field(default_factory=dict)  # category -> lines
+    headings: list[tuple[int, str]] = field(default_factory=list)
+    bytes: int = 0
+    requests: int = 0
+
+    def add(self, category: str, lines: list[str]) -> None:
+        if lines:
+            self.problems.setdefault(category, []).extend(lines)
+
+
+def open_annotations(page, count: int) -> list[str]:
+    """Open each code annotation: Material inserts its tooltip only now, and math there must render too."""
+    found = []
+    markers = page.locator(".md-annotation__index")
+    for i in range(count):
+        markers.nth(i).click(force=True)  # force: the markers pulse, so they are never "stable"
+        try:
+            page.wait_for_function(KATEX_DONE, timeout=3_000)
+        except Exception:
+            found.append(f"math in code annotation {i + 1} was not rendered by KaTeX")
+    return found
+
+
+def heading_problems(headings: list[tuple[int, str]]) -> list[str]:
+    """One h1 first, and no level skipped on the way down (h2 -> h4 is a skip; h4 -> h2 is fine)."""
+    if not headings:
+        return ["no headings"]
+    problems = []
+    if headings[0][0] != 1:
+        problems.append(f"first heading is h{headings[0][0]} ({headings[0][1]!r}), not h1")
+    h1s = [text for level, text in headings if level == 1]
+    if len(h1s) > 1:
+        problems.append(f"{len(h1s)} h1 headings: {h1s}")
+    for (prev, _), (level, text) in zip(headings, headings[1:]):
+        if level > prev + 1:
+            problems.append(f"h{prev} -> h{level} skips a level at {text!r}")
+    return problems
+
+
+def visit(page, watch: PageWatch, url: str, site_dir: Path, path: str) -> PageReport:
+    watch.clear()
+    report = PageReport(path)
+    page.goto(url, wait_until="load")
+    try:
+        page.wait_for_function(KATEX_DONE, timeout=10_000)
+    except Exception:
+        report.add("render", ["KaTeX did not render within 10 s"])
+    page.wait_for_load_state("networkidle")
+    facts = page.evaluate(PAGE_FACTS)
+    report.bytes, report.requests = sum(watch.bytes.values()), len(watch.bytes)
+    render_problems = []
+    if facts["unrendered"]:
+        render_problems.append(f"math not rendered by KaTeX: {facts['unrendered']}")
+    if facts["katexErrors"]:
+        render_problems.append(f"KaTeX errors: {facts['katexErrors']}")
+    if facts["rawTex"]:
+        render_problems.append(f"raw TeX left in notebook markdown: {facts['rawTex'][:5]}")
+    render_problems += open_annotations(page, facts["annotations"])
+    html = (site_dir / path.lstrip("/") / "index.html").read_text()
+    markers = len(ANNOTATION_MARKER.findall(html))
+    if facts["annotations"] < markers:
+        render_problems.append(f"{markers} code-annotation markers but {facts['annotations']} rendered annotations")
+    report.add("render", render_problems)
+    report.add("network", [f"request to another host: {u}" for u in watch.external])
+    report.add("network", [f"failed request: {what}" for what in watch.failed])
+    report.add("console", list(watch.errors))
+    report.headings = [tuple(h) for h in facts["headings"]]
+    report.add("headings", heading_problems(report.headings))
+    report.add("images", [f"img without alt text: {src}" for src in facts["images"]])
+    report.add("images", [f"svg[role=img] without aria-label or title: {s}" for s in facts["svgs"]])
+    return report
+
+
+@pytest.fixture(scope="session")
+def page_reports(site_dir, base_url, browser) -> dict[str, PageReport]:
+    """Every page, visited once in a fresh context (first-visit bytes), in light mode."""
+    pages = site_pages(site_dir)
+    assert "/" in pages and len(pages) > 3, f"suspiciously few pages: {pages}"
+    context = browser.new_context()
+    watch = PageWatch(context)
+    page = context.new_page()
+    watch.attach(page)
+    reports = {}
+    start = time.perf_counter()
+    for path in pages:
+        reports[path] = visit(page, watch, base_url + path, site_dir, path)
+    context.close()
+    print(f"visited {len(pages)} pages in {time.perf_counter() - start:.1f} s")
+    return reports
+
+
+def summarize(reports: dict[str, PageReport], categories: tuple[str, ...]) -> str:
+    bad = {p: r for p, r in reports.items() if any(c in r.problems for c in categories)}
+    lines = []
+    for path, r in bad.items():
+        lines.append(f"{path}:")
+        lines += [f"  [{c}] {line}" for c in categories for line in r.problems.get(c, [])]
+    return f"{len(bad)} of {len(reports)} pages have problems:\n" + "\n".join(lines) if bad else ""

@@ -1,0 +1,107 @@
+"""Pytest plugin: record which chapters' tests all passed, and with what (``ACADEMY_RECORD_VERIFIED=1``).
+
+Registered by the root ``conftest.py``; it does nothing unless the environment
+variable ``ACADEMY_RECORD_VERIFIED`` is ``1``. Then, at the end of the session,
+for every chapter (:func:`academy.verified.test_files_of`) whose test files were
+*all* collected, with no test deselected, every collected test reported, and none
+failed or errored, it writes ``examples/<slug>/verified/<key>.json``
+(:func:`academy.verified.save`). Skipped tests are allowed (bf16 end-to-end
+checks are GPU-only) and counted. A chapter with any failure, or only part of
+whose tests ran (``-k``, ``-x``, a single file), is not recorded, and an older
+record of it is left as it was.
+
+Typical use::
+
+    ACADEMY_RECORD_VERIFIED=1 python -m pytest -o addopts="" tests/test_<slug>.py tests/test_math_<slug>.py ...
+    ACADEMY_RECORD_VERIFIED=1 python -m pytest -o addopts="" -m "not slow"   # every chapter at once
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+ENV = "ACADEMY_RECORD_VERIFIED"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV) == "1"
+
+
+class VerifiedRecorder:
+    def __init__(self):
+        self.collected: dict[str, set[str]] = defaultdict(set)  # test file -> nodeids
+        self.outcomes: dict[str, dict[str, str]] = defaultdict(dict)  # test file -> nodeid -> outcome
+        self.deselected: set[str] = set()  # test files with a deselected test
+        self.written: list[Path] = []
+        self.refused: dict[str, str] = {}
+
+    @staticmethod
+    def _file(nodeid: str) -> str:
+        return Path(nodeid.split("::", 1)[0]).name
+
+    def pytest_collection_modifyitems(self, items):
+        for item in items:
+            self.collected[self._file(item.nodeid)].add(item.nodeid)
+
+    def pytest_deselected(self, items):
+        for item in items:
+            self.deselected.add(self._file(item.nodeid))
+
+    def pytest_runtest_logreport(self, report):
+        per_file = self.outcomes[self._file(report.nodeid)]
+        if report.failed:
+            per_file[report.nodeid] = "failed"
+        elif report.skipped and per_file.get(report.nodeid) != "failed":
+            per_file[report.nodeid] = "skipped"
+        elif report.when == "call" and report.passed and report.nodeid not in per_file:
+            per_file[report.nodeid] = "passed"
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        from academy import verified
+        from academy.chapters import all_chapters
+
+        for ch in all_chapters():
+            files = [p.name for p in verified.test_files_of(ch.slug)]
+            if not files or not any(f in self.collected for f in files):
+                continue
+            why = None
+            for f in files:
+                nodeids = self.collected.get(f, set())
+                outcomes = self.outcomes.get(f, {})
+                if not nodeids:
+                    why = f"{f} was not collected"
+                elif f in self.deselected:
+                    why = f"{f}: some tests were deselected"
+                elif set(outcomes) != nodeids:
+                    why = f"{f}: {len(nodeids - set(outcomes))} tests did not run"
+                elif "failed" in outcomes.values():
+                    why = f"{f}: a test failed"
+                if why:
+                    break
+            if why:
+                self.refused[ch.slug] = why
+                continue
+            outcomes = [o for f in files for o in self.outcomes[f].values()]
+            record = verified.make_record(
+                ch.slug, passed=outcomes.count("passed"), skipped=outcomes.count("skipped"), test_files=files
+            )
+            self.written.append(verified.save(record))
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if not (self.written or self.refused):
+            return
+        terminalreporter.section("verified-with records")
+        for path in self.written:
+            terminalreporter.write_line(f"recorded {path}")
+        for slug, why in sorted(self.refused.items()):
+            terminalreporter.write_line(f"not recorded {slug}: {why}")
+
+
+def pytest_configure(config):
+    if enabled() and not config.pluginmanager.has_plugin("academy-verified"):
+        config.pluginmanager.register(VerifiedRecorder(), "academy-verified")
+
+
+__all__ = ["ENV", "VerifiedRecorder", "enabled", "pytest_configure"]
