@@ -6,8 +6,7 @@ and such a figure must be one the results files actually hold. This module
 finds every quantity in a page's prose that a reader would take as a measurement
 and checks it against everything the results files of that page can render.
 
-The rule (precisely)
---------------------
+The rule, precisely:
 
 **Where it looks.** The Markdown source of a page, minus everything that is not
 prose: fenced code blocks (and ``--8<--`` snippet lines),
