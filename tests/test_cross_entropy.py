@@ -88,12 +88,17 @@ def test_wide_rows_large_logits_online_lse(per_lane, monkeypatch):
 
 
 @pytest.mark.parametrize("knobs", [
-    dict(PROGRAMS_PER_SM=1, REVERSE=False),
-    dict(PROGRAMS_PER_SM=2, KEEP="evict_last", STREAM="evict_first", PER_LANE=False),
-], ids=["persistent-forward-order", "persistent-hints-chunk-max"])
+    dict(SPLIT_ROWS=False, PROGRAMS_PER_SM=1, REVERSE=False),
+    dict(SPLIT_ROWS=False, PROGRAMS_PER_SM=2, KEEP="evict_last", STREAM="evict_first", PER_LANE=False),
+    dict(SPLIT_ROWS=False, PROGRAMS_PER_SM=0),
+    dict(SPLIT_ROWS=True, SPLIT_BLOCK_V=4096, SPLIT_PROGRAMS_PER_SM=1, LOAD_HINT="", STORE_HINT="", PREFETCH=False),
+    dict(SPLIT_ROWS=True, SPLIT_BLOCK_V=MAX_BLOCK_V, SPLIT_WARPS=32),
+], ids=["two-sweeps-persistent-forward-order", "two-sweeps-hints-chunk-max", "two-sweeps-row-per-program",
+        "split-rows-5-chunks", "split-rows-2-chunks"])
 def test_tuning_knobs_keep_results_exact(knobs, monkeypatch):
     """Every variant the tuning sweep may pick computes the same thing (persistent grids
-    give each program several rows: 11 rows on a grid of 4 or 8 programs here)."""
+    give each program several rows: 11 rows on a grid of 4 or 8 programs here; the
+    split-row kernel cuts each row into chunks on separate programs)."""
     for name, value in knobs.items():
         monkeypatch.setattr(ce_module, name, value)
     logits, target = make_case(11, MAX_BLOCK_V + 300, n_ignored=3)
@@ -146,6 +151,21 @@ def test_gradient_in_logits_only_when_asked():
     assert_close(loss, reference(logits, target), dtype=torch.float32)
     assert not torch.equal(x.detach(), logits), "grad_in_logits=True overwrites the logits"
     loss.backward(torch.tensor(2.0))
+    assert_close(x.grad, grad_ref, dtype=torch.float32, name="dlogits written in place")
+
+
+def test_gradient_in_logits_with_rows_split_across_programs(monkeypatch):
+    """In place with a row in several chunks: the target's logit must be read before another
+    program of the row overwrites it with its gradient."""
+    monkeypatch.setattr(ce_module, "SPLIT_BLOCK_V", 256)
+    logits, target = make_case(5, 1000, n_ignored=1)
+    target[0] = 999  # in the last, partly masked chunk
+    options = dict(label_smoothing=0.1, softcap=4.0)
+    loss_ref, grad_ref = expected(logits, target, **options)
+    x = logits.clone().requires_grad_()
+    loss = cross_entropy(x, target, grad_in_logits=True, **options)
+    loss.backward()
+    assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
     assert_close(x.grad, grad_ref, dtype=torch.float32, name="dlogits written in place")
 
 

@@ -71,6 +71,23 @@ def torch_native_dtype(*inputs: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits, inputs[-1])
 
 
+COMPILE_V = 128256
+"""torch.compile is timed at the Llama-3 vocabulary only: its compile time was most of the bench's device time."""
+
+
+def _compiled_at_llama_vocabulary():
+    op = compiled(torch_native_dtype)()
+    if op is None:
+        return None
+
+    def call(*inputs):
+        if inputs[0].shape[-1] != COMPILE_V:
+            raise NotImplementedError(f"timed at V = {COMPILE_V} only, to keep compile time off the device budget")
+        return op(*inputs)
+
+    return call
+
+
 def _liger_adapter(_unused):
     """Liger's cross entropy for the vocabulary sweep, its fused linear one for the linear sweep
     (both return tuples: keep the loss)."""
@@ -102,7 +119,7 @@ SPEC = BenchSpec(
         "academy:unfused": lambda: academy_unfused,
         "eager": eager(torch_native_dtype),
         "eager-fp32": eager(torch_fp32),
-        "compile": compiled(torch_native_dtype),
+        "compile": _compiled_at_llama_vocabulary,
         # Liger compares grad_output with 1 on the host (and asserts on the targets): the
         # runner times it from the host with CUDA events, not in a CUDA graph.
         "liger": liger("LigerCrossEntropyFunction", adapt=_liger_adapter, graph_safe=False),

@@ -28,6 +28,7 @@ import academy  # noqa: F401  (sets up the interpreter before triton is imported
 import triton
 import triton.language as tl
 
+from academy import INTERPRETED
 from academy.validation import check_tensor
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -202,6 +203,94 @@ def cross_entropy_kernel(
 # --8<-- [end:kernel]
 
 
+# --8<-- [start:split_kernel]
+@triton.jit
+def cross_entropy_split_kernel(
+    x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr, partial_ptr, arrived_ptr,
+    n_rows, n_cols, n_chunks, x_row_stride, grad_row_stride,
+    ignore_index, label_smoothing, softcap, logit_scale,
+    HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr, MEAN: tl.constexpr,
+    BLOCK_V: tl.constexpr, CHUNKS_P2: tl.constexpr,
+    PHASE: tl.constexpr,  # 0: one launch, programs wait for each other; 1 then 2: two launches
+    LOAD_HINT: tl.constexpr, STORE_HINT: tl.constexpr, PREFETCH: tl.constexpr,
+):
+    chunk = tl.program_id(0) % n_chunks  # (1)!
+    cols = chunk * BLOCK_V + tl.arange(0, BLOCK_V)
+    mask = cols < n_cols
+    slots = tl.arange(0, CHUNKS_P2)
+    if MEAN:
+        row_weight = 1.0 / tl.load(n_valid_ptr).to(tl.float32)
+    else:
+        row_weight = 1.0
+    first_row = (tl.program_id(0) // n_chunks).to(tl.int64)
+    step = tl.num_programs(0) // n_chunks
+    if PREFETCH:
+        x_next = tl.load(x_ptr + first_row * x_row_stride + cols, other=0.0, eviction_policy=LOAD_HINT,
+                         mask=cols < tl.where(first_row < n_rows, n_cols, 0))
+    for row in range(first_row, n_rows, step):  # (2)!
+        if PREFETCH:  # the next row's chunk is on its way while this row waits for its partners
+            x = x_next
+            x_next = tl.load(x_ptr + (row + step) * x_row_stride + cols, other=0.0, eviction_policy=LOAD_HINT,
+                             mask=cols < tl.where(row + step < n_rows, n_cols, 0))
+        else:
+            x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0, eviction_policy=LOAD_HINT)  # (3)!
+        y = tl.load(target_ptr + row)
+        grad_row = grad_ptr + row * grad_row_stride
+        in_range = (y >= 0) & (y < n_cols)
+        owner = tl.where(in_range, y // BLOCK_V, 0)  # the program that writes the row's loss
+        if y == ignore_index:  # every program of the row sees it: nobody waits
+            if PHASE != 1:
+                tl.store(grad_row + cols, tl.zeros([BLOCK_V], tl.float32).to(grad_ptr.dtype.element_ty), mask=mask)
+                if chunk == 0:
+                    tl.store(loss_ptr + row, 0.0)
+        else:
+            z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
+            z = tl.where(mask, z, -float("inf"))
+            partials = partial_ptr + row * (3 * CHUNKS_P2)  # per chunk: max, Σ exp(z - max), Σ z
+            if PHASE != 2:
+                chunk_max = tl.max(z, axis=0)
+                safe_max = tl.where(chunk_max == -float("inf"), 0.0, chunk_max)
+                tl.store(partials + chunk, chunk_max)
+                tl.store(partials + CHUNKS_P2 + chunk, tl.sum(tl.exp(z - safe_max), axis=0))
+                if HAS_SMOOTHING:
+                    tl.store(partials + 2 * CHUNKS_P2 + chunk, tl.sum(tl.where(mask, z, 0.0), axis=0))
+                if PHASE == 0:
+                    tl.debug_barrier()  # (4)!
+                    tl.atomic_add(arrived_ptr + row, 1, sem="release", scope="gpu")
+            if PHASE != 1:
+                if PHASE == 0:
+                    while tl.atomic_add(arrived_ptr + row, 0, sem="acquire", scope="gpu") < n_chunks:  # (5)!
+                        pass
+                used = slots < n_chunks
+                maxes = tl.load(partials + slots, mask=used, other=-float("inf"), cache_modifier=".cg")
+                sums = tl.load(partials + CHUNKS_P2 + slots, mask=used, other=0.0, cache_modifier=".cg")
+                row_max = tl.max(maxes, axis=0)
+                safe_row_max = tl.where(row_max == -float("inf"), 0.0, row_max)
+                lse = safe_row_max + tl.log(tl.sum(sums * tl.exp(maxes - safe_row_max), axis=0))  # (6)!
+                if chunk == owner:  # z_y from registers: with grad_in_logits, other chunks may be gradients already
+                    z_y = tl.where(in_range, tl.sum(tl.where(cols == y, z, 0.0), axis=0), float("nan"))
+                    if HAS_SMOOTHING:
+                        mean_z = tl.sum(tl.load(partials + 2 * CHUNKS_P2 + slots, mask=used, other=0.0,
+                                                cache_modifier=".cg"), axis=0) / n_cols
+                        loss = lse - (1.0 - label_smoothing) * z_y - label_smoothing * mean_z
+                    else:
+                        loss = lse - z_y
+                    tl.store(loss_ptr + row, loss)
+                dz = tl.exp(z - lse)
+                if HAS_SMOOTHING:
+                    dz = dz - label_smoothing / n_cols - tl.where(cols == y, 1.0 - label_smoothing, 0.0)
+                else:
+                    dz = dz - tl.where(cols == y, 1.0, 0.0)
+                if HAS_SOFTCAP:
+                    capped = z / softcap
+                    dz = dz * (1.0 - capped * capped)
+                if HAS_SCALE:
+                    dz = dz * logit_scale
+                tl.store(grad_row + cols, (dz * row_weight).to(grad_ptr.dtype.element_ty), mask=mask,
+                         eviction_policy=STORE_HINT)
+# --8<-- [end:split_kernel]
+
+
 # --8<-- [start:scale_kernel]
 @triton.jit
 def scale_by_grad_output_kernel(
@@ -237,25 +326,92 @@ KEEP, STREAM = "evict_last", "evict_first"
 PROGRAMS_PER_SM = 4
 """0: one program per row. k > 0: a persistent grid of k programs per SM looping over
 rows, which caps the rows in flight (and so the L2 footprint of sweep 2's re-read)."""
+SPLIT_ROWS = True
+"""With a gradient to write: the split-row kernel (each row cut into chunks on separate
+programs, one read of the logits) instead of the two sweeps of one program per row."""
+SPLIT_BLOCK_V = 8192
+"""Chunk of a row that one program of the split-row kernel holds in registers."""
+SPLIT_WARPS = 16
+SPLIT_PROGRAMS_PER_SM = 0
+"""Programs per SM of the split-row kernel's grid: 0 for as many as fit at once."""
+LOAD_HINT, STORE_HINT = "evict_first", "evict_first"
+"""Eviction hints of the split-row kernel's one read and one write of each value."""
+PREFETCH = True
+"""The split-row kernel loads its chunk of the next row before it waits on this one."""
+COOPERATIVE = True
+"""Launch the waiting split-row grid as a cooperative grid: CUDA then refuses, rather than
+hangs on, a grid that cannot be resident all at once."""
 
 
 def launch_config(n_cols: int) -> dict[str, int]:
-    """Meta-parameters for a row of ``n_cols`` values."""
+    """Meta-parameters for a row of ``n_cols`` values (the two-sweep kernel)."""
     block_v = min(MAX_BLOCK_V, max(16, triton.next_power_of_2(n_cols)))
     num_warps = max(1, min(NUM_WARPS, block_v // 256))  # 8 to 16 values per thread and chunk
     return {"BLOCK_V": block_v, "num_warps": num_warps, "PER_LANE": PER_LANE, "REVERSE": REVERSE,
             "KEEP": KEEP, "STREAM": STREAM, "PROGRAMS_PER_SM": PROGRAMS_PER_SM}
 
 
+def split_config(n_cols: int) -> dict[str, int]:
+    """Meta-parameters of the split-row kernel for a row of ``n_cols`` values."""
+    block_v = min(SPLIT_BLOCK_V, max(16, triton.next_power_of_2(n_cols)))
+    n_chunks = triton.cdiv(n_cols, block_v)
+    return {"BLOCK_V": block_v, "CHUNKS_P2": triton.next_power_of_2(n_chunks),
+            "num_warps": max(1, min(SPLIT_WARPS, block_v // 256)),
+            "LOAD_HINT": LOAD_HINT, "STORE_HINT": STORE_HINT, "PREFETCH": PREFETCH,
+            "PROGRAMS_PER_SM": SPLIT_PROGRAMS_PER_SM}
+
+
+def _num_sms() -> int:
+    return torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 4
+
+
 def _grid(n_rows: int, programs_per_sm: int) -> tuple[int]:
     if programs_per_sm <= 0:
         return (n_rows,)
-    sms = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 4
-    return (min(n_rows, sms * programs_per_sm),)
+    return (min(n_rows, _num_sms() * programs_per_sm),)
 
 
 SCALE_BLOCK = 4096
 # --8<-- [end:launch_config]
+
+
+# --8<-- [start:co_residency]
+def programs_at_once(compiled) -> int:
+    """How many programs of a compiled kernel one SM holds at once (threads, registers, shared memory).
+
+    The split-row kernel's programs wait for each other: its grid must never
+    exceed this times the SM count, or a waiting program could hold the SM
+    that the program it waits for needs.
+    """
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    warps = compiled.metadata.num_warps
+    try:
+        compiled._init_handles()  # loads the binary and reads its register count
+    except AttributeError:  # another Triton: one program per SM always fits
+        return 1
+    regs_per_warp = triton.cdiv(max(compiled.n_regs, 1) * 32, 256) * 256  # allocated per warp, 256 at a time
+    regs_per_quarter = getattr(props, "regs_per_multiprocessor", 65536) // 4  # four schedulers, each its own file
+    by_regs = 4 * (regs_per_quarter // regs_per_warp) // warps
+    by_threads = props.max_threads_per_multi_processor // (32 * warps)
+    by_smem = getattr(props, "shared_memory_per_multiprocessor", 228 * 1024) // (compiled.metadata.shared + 1024)
+    return max(1, min(by_regs, by_threads, by_smem, 32))  # (1)!
+
+
+_AT_ONCE: dict[tuple, int] = {}
+
+
+def _split_grid(args: tuple, meta: dict, n_rows: int, n_chunks: int, programs_per_sm: int) -> int:
+    """Programs of a waiting (PHASE=0) launch: whole rows, all of them resident at once; 0 if none fit."""
+    key = (tuple(a.dtype if isinstance(a, torch.Tensor) else (type(a), a % 16 == 0 if isinstance(a, int) else 0)
+                 for a in args), tuple(sorted(meta.items())))
+    if key not in _AT_ONCE:
+        compiled = cross_entropy_split_kernel.warmup(*args, grid=(1,), PHASE=0, launch_cooperative_grid=COOPERATIVE,
+                                                     **meta)
+        _AT_ONCE[key] = programs_at_once(compiled)
+    per_sm = min(programs_per_sm, _AT_ONCE[key]) if programs_per_sm > 0 else _AT_ONCE[key]
+    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    return min(n_rows, sms * per_sm // n_chunks) * n_chunks  # (2)!
+# --8<-- [end:co_residency]
 
 
 # --8<-- [start:launcher]
@@ -304,17 +460,42 @@ def _forward(
     if n_valid is None:  # the fused linear driver passes the count over all its chunks
         n_valid = (target != ignore_index).sum()  # (2)!
     write_grad = grad is not None
+    options = (ignore_index, float(label_smoothing), float(softcap or 1.0), float(logit_scale or 1.0))
+    flags = dict(HAS_SOFTCAP=softcap is not None, HAS_SCALE=logit_scale is not None,
+                 HAS_SMOOTHING=label_smoothing > 0, MEAN=reduction == "mean")
+    if write_grad and SPLIT_ROWS and config is None:
+        _launch_split(logits, target, loss_rows, grad, n_valid, options, flags)
+        return loss_rows
     config = dict(config or launch_config(n_cols))
     programs_per_sm = config.pop("PROGRAMS_PER_SM", 0)
     cross_entropy_kernel[_grid(n_rows, programs_per_sm)](  # (3)!
         logits, target, loss_rows, grad if write_grad else loss_rows, n_valid,
-        n_rows, n_cols, logits.stride(0), grad.stride(0) if write_grad else 0,
-        ignore_index, float(label_smoothing), float(softcap or 1.0), float(logit_scale or 1.0),
-        HAS_SOFTCAP=softcap is not None, HAS_SCALE=logit_scale is not None,
-        HAS_SMOOTHING=label_smoothing > 0, WRITE_GRAD=write_grad, MEAN=reduction == "mean",
-        PERSISTENT=programs_per_sm > 0, **config,
+        n_rows, n_cols, logits.stride(0), grad.stride(0) if write_grad else 0, *options,
+        WRITE_GRAD=write_grad, PERSISTENT=programs_per_sm > 0, **flags, **config,
     )
     return loss_rows
+
+
+def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags) -> None:
+    """The split-row kernel: one launch whose programs wait for each other on a GPU;
+    two launches (partials, then gradients) under the interpreter, which runs programs
+    one after another, so that a program waiting for a later one would wait forever."""
+    n_rows, n_cols = logits.shape
+    meta = split_config(n_cols)
+    programs_per_sm = meta.pop("PROGRAMS_PER_SM")
+    n_chunks = triton.cdiv(n_cols, meta["BLOCK_V"])
+    partials = torch.empty(n_rows * 3 * meta["CHUNKS_P2"], dtype=torch.float32, device=logits.device)
+    arrived = torch.zeros(n_rows, dtype=torch.int32, device=logits.device)
+    args = (logits, target, loss_rows, grad, n_valid, partials, arrived,
+            n_rows, n_cols, n_chunks, logits.stride(0), grad.stride(0), *options)
+    meta.update(flags)
+    grid = 0 if INTERPRETED else _split_grid(args, meta, n_rows, n_chunks, programs_per_sm)
+    if grid:
+        cross_entropy_split_kernel[(grid,)](*args, PHASE=0, launch_cooperative_grid=COOPERATIVE, **meta)
+        return
+    grid = min(n_rows, 2 * _num_sms()) * n_chunks  # no waiting: any grid is safe
+    cross_entropy_split_kernel[(grid,)](*args, PHASE=1, **meta)  # (1)!
+    cross_entropy_split_kernel[(grid,)](*args, PHASE=2, **meta)
 
 
 def reduce_losses(loss_rows: torch.Tensor, target: torch.Tensor, ignore_index: int, reduction: str) -> torch.Tensor:
