@@ -6,8 +6,10 @@ import torch.nn.functional as F
 
 from academy import DEVICE, INTERPRETED
 from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from examples import norm_launch
 from examples.rms_norm import kernel
-from examples.rms_norm.kernel import reference, rms_norm, tile_config
+from examples.rms_norm.kernel import reference, rms_norm
+from examples.norm_launch import tile_config
 
 SHAPES = [(1, 1), (3, 7), (5, 127), (33, 1000), (2, 3, 1025), (4, 3001)]
 
@@ -15,6 +17,13 @@ SHAPES = [(1, 1), (3, 7), (5, 127), (33, 1000), (2, 3, 1025), (4, 3001)]
 @pytest.fixture(autouse=True)
 def _poison_outputs(monkeypatch):
     poison_allocations(monkeypatch, kernel)
+    poison_allocations(monkeypatch, norm_launch)
+
+
+def _set_limits(monkeypatch, **values):
+    """Set launch constants where they live: the chapter's own limits or the shared rules."""
+    for name, value in values.items():
+        monkeypatch.setattr(kernel if hasattr(kernel, name) else norm_launch, name, value)
 
 
 @pytest.fixture(params=["fused", "wide"])
@@ -23,11 +32,11 @@ def path(request, monkeypatch):
     every row above 64 columns through the chunked kernels, in chunks of 128."""
     if request.param == "wide":
         monkeypatch.setattr(kernel, "MAX_FUSED_COLS", 64)
-        monkeypatch.setattr(kernel, "FWD_MAX_FUSED_COLS", 64)
-        monkeypatch.setattr(kernel, "WIDE_BLOCK_N", 128)
-        monkeypatch.setattr(kernel, "WIDE_NUM_WARPS", 1)
-        monkeypatch.setattr(kernel, "COLUMNS_BLOCK_N", 128)
-        monkeypatch.setattr(kernel, "COLUMNS_NUM_WARPS", 1)
+        monkeypatch.setattr(norm_launch, "FWD_MAX_FUSED_COLS", 64)
+        monkeypatch.setattr(norm_launch, "WIDE_BLOCK_N", 128)
+        monkeypatch.setattr(norm_launch, "WIDE_NUM_WARPS", 1)
+        monkeypatch.setattr(norm_launch, "COLUMNS_BLOCK_N", 128)
+        monkeypatch.setattr(norm_launch, "COLUMNS_NUM_WARPS", 1)
     return request.param
 
 
@@ -67,8 +76,7 @@ def test_forward_and_backward(shape, dtype, path):
 
 
 def test_many_rows_per_program_accumulate_dw(path, monkeypatch):
-    monkeypatch.setattr(kernel, "MIN_ELEMENTS_PER_TILE", 128)
-    monkeypatch.setattr(kernel, "FWD_ONE_TILE_MAX_COLS", 0)  # the forward strides over tiles too
+    monkeypatch.setattr(norm_launch, "MIN_ELEMENTS_PER_TILE", 128)
     x, w, dy = _inputs((67, 100), torch.float32)
     rms_norm(x, w).backward(dy)
     _, dx, dw = _torch_grads(x, w, dy, torch.float64)
@@ -81,9 +89,8 @@ def test_many_rows_per_program_accumulate_dw(path, monkeypatch):
 @pytest.mark.parametrize("shape", [(5, 127), (33, 1000), (3, 3001)], ids=str)
 def test_both_wide_backward_designs(mode, dtype, shape, monkeypatch):
     """Wide rows: the column-split backward (default) and the per-row one with partial rows in memory."""
-    for name, value in (("MAX_FUSED_COLS", 64), ("WIDE_BLOCK_N", 128), ("WIDE_NUM_WARPS", 1),
-                        ("COLUMNS_BLOCK_N", 128), ("COLUMNS_NUM_WARPS", 1), ("WIDE_BACKWARD", mode)):
-        monkeypatch.setattr(kernel, name, value)
+    _set_limits(monkeypatch, MAX_FUSED_COLS=64, WIDE_BLOCK_N=128, WIDE_NUM_WARPS=1,
+                COLUMNS_BLOCK_N=128, COLUMNS_NUM_WARPS=1, WIDE_BACKWARD=mode)
     x, w, dy = _inputs(shape, dtype)
     rms_norm(x, w).backward(dy)
     expected = _torch_grads(x, w, dy, torch.float64)
@@ -93,11 +100,9 @@ def test_both_wide_backward_designs(mode, dtype, shape, monkeypatch):
 
 
 @pytest.mark.parametrize("reduce", ["triton", "torch"])
-@pytest.mark.parametrize("persistent", [True, False])
-def test_reduction_methods_and_grids(reduce, persistent, monkeypatch):
-    monkeypatch.setattr(kernel, "REDUCE", reduce)
-    monkeypatch.setattr(kernel, "PERSISTENT", persistent)
-    monkeypatch.setattr(kernel, "FWD_ONE_TILE_MAX_COLS", 0)  # the forward follows PERSISTENT too
+@pytest.mark.parametrize("programs_per_sm", [1, 4])
+def test_reduction_methods_and_grids(reduce, programs_per_sm, monkeypatch):
+    _set_limits(monkeypatch, REDUCE=reduce, BWD_PROGRAMS_PER_SM=programs_per_sm)
     x, w, dy = _inputs((9, 300), torch.float32)
     rms_norm(x, w).backward(dy)
     _, dx, dw = _torch_grads(x, w, dy, torch.float64)
@@ -143,7 +148,7 @@ def test_column_strided_input_is_copied_not_misread():
 
 
 def test_wide_rows_take_the_chunked_path_at_full_size():
-    x, w, dy = _inputs((2, max(kernel.MAX_FUSED_COLS, kernel.FWD_MAX_FUSED_COLS) + 3001), torch.float32)
+    x, w, dy = _inputs((2, max(kernel.MAX_FUSED_COLS, norm_launch.FWD_MAX_FUSED_COLS) + 3001), torch.float32)
     rms_norm(x, w).backward(dy)
     _, dx, dw = _torch_grads(x, w, dy, torch.float64)
     assert_close(x.grad, dx, dtype=torch.float32, name="dx")
@@ -168,7 +173,7 @@ def test_empty_batch_is_differentiable():
 def test_tile_config_fits_the_row(n_cols):
     config = tile_config(n_cols)
     assert config["BLOCK_N"] >= n_cols and config["BLOCK_N"] & (config["BLOCK_N"] - 1) == 0
-    assert config["BLOCK_M"] * config["BLOCK_N"] >= kernel.MIN_ELEMENTS_PER_TILE
+    assert config["BLOCK_M"] * config["BLOCK_N"] >= norm_launch.MIN_ELEMENTS_PER_TILE
     assert config["num_warps"] in (1, 2, 4, 8, 16, 32)
 
 
@@ -217,13 +222,11 @@ def test_too_many_rows_is_a_clear_error():
         rms_norm(x, torch.ones(1, device=DEVICE))
 
 
-@pytest.mark.parametrize("fwd_limit, bwd_limit, wide_persistent", [(64, 4096, True), (64, 4096, False), (4096, 64, True)])
-def test_forward_and_backward_paths_are_chosen_separately(fwd_limit, bwd_limit, wide_persistent, monkeypatch):
-    """The chunked forward (persistent or one row per program) with the in-register backward, and the other way round."""
-    for name, value in (("FWD_MAX_FUSED_COLS", fwd_limit), ("MAX_FUSED_COLS", bwd_limit), ("WIDE_BLOCK_N", 128),
-                        ("FWD_WIDE_PERSISTENT", wide_persistent),
-                        ("WIDE_NUM_WARPS", 1), ("COLUMNS_BLOCK_N", 128), ("COLUMNS_NUM_WARPS", 1)):
-        monkeypatch.setattr(kernel, name, value)
+@pytest.mark.parametrize("fwd_limit, bwd_limit", [(64, 4096), (4096, 64)])
+def test_forward_and_backward_paths_are_chosen_separately(fwd_limit, bwd_limit, monkeypatch):
+    """The chunked forward with the in-register backward, and the other way round."""
+    _set_limits(monkeypatch, FWD_MAX_FUSED_COLS=fwd_limit, MAX_FUSED_COLS=bwd_limit, WIDE_BLOCK_N=128,
+                WIDE_NUM_WARPS=1, COLUMNS_BLOCK_N=128, COLUMNS_NUM_WARPS=1)
     x, w, dy = _inputs((7, 300), torch.float32)
     y = rms_norm(x, w)
     y.backward(dy)

@@ -4,9 +4,10 @@ import torch
 import torch.nn.functional as F
 
 from academy.bench.peers import compiled, eager, liger
-from academy.bench.spec import BenchSpec, Case, Sweep
+from academy.bench.spec import Case
 from academy.testing import random_tensor
 from examples.layer_norm.kernel import layer_norm, reference
+from examples.norm_bench import norm_spec
 
 EPS = 1e-5
 
@@ -48,18 +49,8 @@ def _locks():
     return locks_layer_norm
 
 
-SPEC = BenchSpec(
-    slug="layer_norm",
-    metric="bandwidth",
-    sweeps=[
-        Sweep("M=8192", x="N", shapes=[{"M": 8192, "N": n} for n in (1024, 2048, 4096, 8192, 16384)]),
-        # One case each for many short rows and for rows wider than a block: a full bench with a
-        # torch.compile peer (recompiled per case, fwd and fwd+bwd) must fit one GPU round.
-        Sweep("M=65536", x="N", shapes=[{"M": 65536, "N": 512}]),
-        Sweep("M=1024", x="N", shapes=[{"M": 1024, "N": 65536}]),
-    ],
-    dtypes=[torch.bfloat16],
-    modes=["fwd", "fwd+bwd"],
+SPEC = norm_spec(
+    "layer_norm",
     make_inputs=make_inputs,
     work=bytes_moved,
     reference=reference,
@@ -70,9 +61,4 @@ SPEC = BenchSpec(
         "compile": compiled(torch_layer_norm),
         "liger": liger("LigerLayerNormFunction", lambda apply: lambda x, w, b: apply(x, w, b, EPS)),
     },
-    headline=[
-        ("fwd", {"M": 8192, "N": 4096}, "bfloat16"),
-        ("fwd", {"M": 8192, "N": 16384}, "bfloat16"),
-        ("fwd+bwd", {"M": 8192, "N": 4096}, "bfloat16"),
-    ],
 )

@@ -20,7 +20,8 @@ import academy  # noqa: F401
 import triton
 import triton.language as tl
 
-from examples.layer_norm.kernel import MAX_FUSED_COLS, _as_rows, _check_inputs, tile_config
+from examples.layer_norm.kernel import _check_inputs
+from examples.norm_launch import FWD_MAX_FUSED_COLS, as_rows, tile_config
 from academy.validation import check_same
 
 
@@ -54,8 +55,8 @@ def add_layer_norm(x, residual, weight, bias, eps: float = 1e-5) -> tuple[torch.
     check_same(x, residual, ("x", "residual"))
     if bias is None:
         raise ValueError("add_layer_norm needs a bias")
-    if x.shape[-1] > MAX_FUSED_COLS:
-        raise ValueError(f"rows of {x.shape[-1]} values; this one-pass kernel takes at most {MAX_FUSED_COLS}")
+    if x.shape[-1] > FWD_MAX_FUSED_COLS:
+        raise ValueError(f"rows of {x.shape[-1]} values; this one-pass kernel takes at most {FWD_MAX_FUSED_COLS}")
     x_rows = x.reshape(-1, x.shape[-1]).contiguous()
     r_rows = residual.reshape(-1, x.shape[-1]).contiguous()
     n_rows, n_cols = x_rows.shape
@@ -101,7 +102,7 @@ def welford_row_stats_kernel(
 def welford_row_stats(x: torch.Tensor, block_n: int = 1024) -> tuple[torch.Tensor, torch.Tensor]:
     """Each row's mean and (biased) variance in fp32, for rows of any width."""
     _check_inputs(x, torch.empty(x.shape[-1:], dtype=x.dtype, device=x.device), None, 0.0)
-    x_rows = _as_rows(x)
+    x_rows = as_rows(x)
     n_rows, n_cols = x_rows.shape
     mean = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     var = torch.empty(n_rows, dtype=torch.float32, device=x.device)

@@ -4,8 +4,9 @@ import torch
 import torch.nn.functional as F
 
 from academy.bench.peers import compiled, eager, liger
-from academy.bench.spec import BenchSpec, Case, Sweep
+from academy.bench.spec import Case
 from academy.testing import random_tensor
+from examples.norm_bench import norm_spec
 from examples.rms_norm.kernel import reference, rms_norm
 
 EPS = 1e-6
@@ -40,18 +41,8 @@ def torch_rms_norm(x, weight):
     return F.rms_norm(x, (x.shape[-1],), weight, EPS)
 
 
-SPEC = BenchSpec(
-    slug="rms_norm",
-    metric="bandwidth",
-    sweeps=[
-        Sweep("M=8192", x="N", shapes=[{"M": 8192, "N": n} for n in (1024, 2048, 4096, 8192, 16384)]),
-        # One case each for many short rows and for rows wider than a block: a full bench with a
-        # torch.compile peer (recompiled per case, fwd and fwd+bwd) must fit one GPU round.
-        Sweep("M=65536", x="N", shapes=[{"M": 65536, "N": 512}]),
-        Sweep("M=1024", x="N", shapes=[{"M": 1024, "N": 65536}]),
-    ],
-    dtypes=[torch.bfloat16],
-    modes=["fwd", "fwd+bwd"],
+SPEC = norm_spec(
+    "rms_norm",
     make_inputs=make_inputs,
     work=bytes_moved,
     reference=reference,
@@ -62,9 +53,4 @@ SPEC = BenchSpec(
         # in_place=False: Liger's default writes dx into dy, which the runner reuses.
         "liger": liger("LigerRMSNormFunction", lambda apply: lambda x, w: apply(x, w, EPS, 0.0, "llama", False)),
     },
-    headline=[
-        ("fwd", {"M": 8192, "N": 4096}, "bfloat16"),
-        ("fwd", {"M": 8192, "N": 16384}, "bfloat16"),
-        ("fwd+bwd", {"M": 8192, "N": 4096}, "bfloat16"),
-    ],
 )

@@ -17,12 +17,13 @@ import triton
 import triton.language as tl
 
 from academy.validation import check_same
-from examples.rms_norm.kernel import MAX_FUSED_COLS, _as_rows, _check_inputs, tile_config
+from examples.norm_launch import FWD_MAX_FUSED_COLS, as_rows, tile_config
+from examples.rms_norm.kernel import _check_inputs
 
 
 def _check_width(x: torch.Tensor) -> None:
-    if x.shape[-1] > MAX_FUSED_COLS:
-        raise ValueError(f"rows of {x.shape[-1]} values; this one-pass kernel takes at most {MAX_FUSED_COLS}")
+    if x.shape[-1] > FWD_MAX_FUSED_COLS:
+        raise ValueError(f"rows of {x.shape[-1]} values; this one-pass kernel takes at most {FWD_MAX_FUSED_COLS}")
 
 
 # --8<-- [start:offset]
@@ -47,7 +48,7 @@ def rms_norm_offset(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) ->
     """``x / rms(x) ⊙ (1 + weight)`` over the last dimension (forward only)."""
     _check_inputs(x, weight, eps)
     _check_width(x)
-    x_rows = _as_rows(x)
+    x_rows = as_rows(x)
     n_rows, n_cols = x_rows.shape
     y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     if n_rows:

@@ -5,18 +5,17 @@ fp32, fp16 and bf16 inputs of shape ``(..., N)`` and is differentiable with
 respect to ``x`` and ``weight``.
 
 The layout follows the layer-norm chapter: a forward that keeps
-each row in registers and saves one fp32 ``rstd`` per row; a backward that
-computes dx and, in the same pass, each program's partial sum of ``dy·x̂``
-(fp32, in registers), then a second small kernel that adds the partial rows.
-Rows wider than ``FWD_MAX_FUSED_COLS`` (forward) or ``MAX_FUSED_COLS``
-(backward) take chunked kernels.
+each row in registers (one tile per program) and saves one fp32 ``rstd`` per
+row; a backward that computes dx and, in the same pass, each program's
+partial sum of ``dy·x̂`` (fp32, in registers), then a second small kernel that
+adds the partial rows. Rows wider than ``FWD_MAX_FUSED_COLS`` (forward) or
+``MAX_FUSED_COLS`` (backward) take chunked kernels. The launch rules and the
+partial-row reduction are shared with that chapter (``examples/norm_launch.py``).
 
 Run this file (``python -m examples.rms_norm.kernel``) for a quick check.
 """
 
 from __future__ import annotations
-
-import functools
 
 import torch
 
@@ -25,11 +24,10 @@ import triton
 import triton.language as tl
 
 from academy import DEVICE
-from academy.validation import check_tensor
-
-SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-MAX_ROWS = 2**31 - 2**16
-"""Row indices are int32 in the kernels (offsets are int64); a tile's last row index must not wrap."""
+from examples import norm_launch
+from examples.norm_launch import (
+    as_rows, backward_launch, check_norm_inputs, column_split, forward_launch, sum_partials,
+)
 
 
 # --8<-- [start:reference]
@@ -48,25 +46,23 @@ def rms_norm_forward_kernel(
     n_rows, n_cols,
     x_row_stride, y_row_stride,  # in elements
     eps,
-    BLOCK_M: tl.constexpr,  # rows per tile
+    BLOCK_M: tl.constexpr,  # rows per tile, one tile per program
     BLOCK_N: tl.constexpr,  # next power of two ≥ n_cols: the whole row
 ):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # (2)!
     cols = tl.arange(0, BLOCK_N)
+    row_mask = rows < n_rows
     col_mask = cols < n_cols
-    num_tiles = tl.cdiv(n_rows, BLOCK_M)
-    for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):  # (2)!
-        rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
-        row_mask = rows < n_rows
-        mask = row_mask[:, None] & col_mask[None, :]
-        row_offsets = rows.to(tl.int64)[:, None]  # (3)!
+    mask = row_mask[:, None] & col_mask[None, :]
+    row_offsets = rows.to(tl.int64)[:, None]  # (3)!
 
-        x = tl.load(x_ptr + row_offsets * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)  # (4)!
-        mean_square = tl.sum(x * x, axis=1) / n_cols  # (5)!
-        rstd = tl.rsqrt(mean_square + eps)  # (6)!
-        tl.store(rstd_ptr + rows, rstd, mask=row_mask)  # (7)!
-        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last")  # (1)!
-        y = x * rstd[:, None] * w.to(tl.float32)[None, :]  # (8)!
-        tl.store(y_ptr + row_offsets * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    x = tl.load(x_ptr + row_offsets * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)  # (4)!
+    mean_square = tl.sum(x * x, axis=1) / n_cols  # (5)!
+    rstd = tl.rsqrt(mean_square + eps)  # (6)!
+    tl.store(rstd_ptr + rows, rstd, mask=row_mask)  # (7)!
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last")  # (1)!
+    y = x * rstd[:, None] * w.to(tl.float32)[None, :]  # (8)!
+    tl.store(y_ptr + row_offsets * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 # --8<-- [end:forward_kernel]
 
 
@@ -112,7 +108,7 @@ def rms_norm_backward_kernel(
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < n_cols
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
-    dw_acc = tl.zeros([BLOCK_N], tl.float32)  # (1)!
+    dw_acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)  # (1)!
     num_tiles = tl.cdiv(n_rows, BLOCK_M)
     for tile in range(pid, num_tiles, tl.num_programs(0)):
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -129,9 +125,9 @@ def rms_norm_backward_kernel(
         c = tl.sum(xhat * wdy, axis=1) / n_cols  # (5)!
         dx = (wdy - xhat * c[:, None]) * rstd[:, None]  # (6)!
         tl.store(dx_ptr + row_offsets * dx_row_stride + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw_acc += tl.sum(dy * xhat, axis=0)  # (7)!
+        dw_acc += dy * xhat  # (7)!
 
-    tl.store(dw_partial_ptr + pid.to(tl.int64) * n_cols + cols, dw_acc, mask=col_mask)  # (8)!
+    tl.store(dw_partial_ptr + pid.to(tl.int64) * n_cols + cols, tl.sum(dw_acc, axis=0), mask=col_mask)  # (8)!
 # --8<-- [end:backward_kernel]
 
 
@@ -232,179 +228,64 @@ def rms_norm_backward_columns_kernel(
 # --8<-- [end:column_backward_kernels]
 
 
-# --8<-- [start:reduce_kernel]
-@triton.jit
-def sum_partials_kernel(
-    partial_ptr, out_ptr,  # fp32 (n_partials, n_cols) → (n_cols,) in out's dtype
-    n_partials, n_cols,
-    BLOCK_P: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-):
-    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    col_mask = cols < n_cols
-    acc = tl.zeros([BLOCK_P, BLOCK_N], tl.float32)
-    for start in range(0, n_partials, BLOCK_P):
-        parts = start + tl.arange(0, BLOCK_P)
-        mask = (parts < n_partials)[:, None] & col_mask[None, :]
-        acc += tl.load(partial_ptr + parts.to(tl.int64)[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
-    tl.store(out_ptr + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_mask)
-# --8<-- [end:reduce_kernel]
-
-
-# --8<-- [start:launch_config]
+# --8<-- [start:limits]
+FWD_MAX_WARPS = 16
+"""Most warps per forward program (one tile per program); 8, 16 and 32 tied at 16 384 columns on an H100."""
 MAX_FUSED_COLS = 16384
-"""Widest row the backward holds in registers at once; wider rows take the chunked kernels."""
-WIDE_BLOCK_N = 4096
-WIDE_NUM_WARPS = 16
-MIN_ELEMENTS_PER_TILE = 2048
-VALUES_PER_THREAD = 16
-FWD_MAX_WARPS = 32
-"""Most warps per forward program: the widest in-register rows ran fastest with this many on an H100."""
-FWD_ONE_TILE_MAX_COLS = 8192
-"""Forward rows up to this width: one tile per program (the grid covers every tile), measured
-faster than a persistent grid on an H100; wider rows: a persistent grid of FWD_PROGRAMS_PER_SM."""
-FWD_MAX_FUSED_COLS = 16384
-"""Widest row the forward holds in registers; wider rows take the chunked two-pass forward."""
-FWD_PROGRAMS_PER_SM = 4
-FWD_WIDE_PERSISTENT = True
-"""Chunked forward: a persistent grid striding over rows (True) or one program per row (False)."""
-BWD_PROGRAMS_PER_SM = 2
-PERSISTENT = True
-REDUCE = "triton"
-"""How the partial rows are summed: "triton" (sum_partials_kernel) or "torch" (partials.sum(0))."""
-REDUCE_BLOCK_N = 32
-REDUCE_BLOCK_P = 32
-WIDE_BACKWARD = "columns"
-"""Wide rows: "columns" (row terms, then a (groups × column strips) grid with dw in registers)
-or "rows" (one pass per row, dw added into a per-program partial row in memory)."""
-COLUMNS_BLOCK_M = 4
-COLUMNS_BLOCK_N = 1024
-COLUMNS_NUM_WARPS = 4
-COLUMNS_PROGRAMS_PER_SM = 4
-
-
-@functools.lru_cache(maxsize=None)
-def sm_count() -> int:
-    """Streaming multiprocessors of the GPU; a small stand-in under the interpreter."""
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    return 2
-
-
-def tile_config(n_cols: int, max_warps: int = 32) -> dict[str, int]:
-    """BLOCK_M × BLOCK_N tile and warps for the kernels that hold whole rows."""
-    block_n = triton.next_power_of_2(n_cols)
-    block_m = max(1, MIN_ELEMENTS_PER_TILE // block_n)
-    num_warps = min(max_warps, max(1, block_m * block_n // (32 * VALUES_PER_THREAD)))
-    return {"BLOCK_M": block_m, "BLOCK_N": block_n, "num_warps": num_warps}
-
-
-def num_programs(n_work: int, num_warps: int, programs_per_sm: int) -> int:
-    """A persistent grid: a few programs per SM (as many as fit), never more than the work."""
-    if not PERSISTENT:
-        return n_work
-    resident = max(1, min(programs_per_sm, 64 // num_warps))
-    return max(1, min(n_work, sm_count() * resident))
-# --8<-- [end:launch_config]
+"""Widest row the backward holds in registers; wider rows take the column-split backward."""
+# --8<-- [end:limits]
 
 
 # --8<-- [start:launcher]
-def _as_rows(t: torch.Tensor) -> torch.Tensor:
-    """View ``t`` as (rows, n_cols) with unit column stride, copying only if needed."""
-    rows = t.reshape(-1, t.shape[-1])
-    return rows if rows.stride(-1) == 1 else rows.contiguous()
-
-
 def _check_inputs(x, weight, eps) -> None:
-    check_tensor("x", x, SUPPORTED_DTYPES)
-    check_tensor("weight", weight, SUPPORTED_DTYPES)
-    if x.dim() == 0 or x.shape[-1] == 0:
-        raise ValueError(f"x has shape {tuple(x.shape)}: RMS norm needs a non-empty last dimension")
-    n = x.shape[-1]
-    if tuple(weight.shape) != (n,):
-        raise ValueError(f"weight has shape {tuple(weight.shape)}; expected ({n},), the last dimension of x")
-    if weight.device != x.device:
-        raise ValueError(f"weight is on {weight.device} but x is on {x.device}")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
-        raise ValueError(f"eps must be a non-negative number, got {eps!r}")
-    if x.numel() // n > MAX_ROWS:
-        raise ValueError(f"x has {x.numel() // n} rows; at most {MAX_ROWS} are supported")
+    check_norm_inputs("RMS norm", x, eps, weight=weight)
 
 
 def _forward(x, weight, eps):
-    x_rows = _as_rows(x)
+    x_rows = as_rows(x)
     n_rows, n_cols = x_rows.shape
     weight = weight.contiguous()
     y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)  # (1)!
-    args = (x_rows, weight, y, rstd, n_rows, n_cols, x_rows.stride(0), y.stride(0), float(eps))
-    if n_cols <= FWD_MAX_FUSED_COLS:
-        config = tile_config(n_cols, FWD_MAX_WARPS)
-        tiles = triton.cdiv(n_rows, config["BLOCK_M"])
-        one_tile_each = n_cols <= FWD_ONE_TILE_MAX_COLS
-        grid = (tiles if one_tile_each else num_programs(tiles, config["num_warps"], FWD_PROGRAMS_PER_SM),)
-        rms_norm_forward_kernel[grid](*args, **config)
-    else:
-        grid = (num_programs(n_rows, WIDE_NUM_WARPS, FWD_PROGRAMS_PER_SM) if FWD_WIDE_PERSISTENT else n_rows,)
-        rms_norm_forward_wide_kernel[grid](*args, BLOCK_N=WIDE_BLOCK_N, num_warps=WIDE_NUM_WARPS)
+    in_registers, grid, config = forward_launch(n_rows, n_cols, FWD_MAX_WARPS)
+    kernel = rms_norm_forward_kernel if in_registers else rms_norm_forward_wide_kernel
+    kernel[(grid,)](x_rows, weight, y, rstd, n_rows, n_cols, x_rows.stride(0), y.stride(0), float(eps), **config)
     return y.view(x.shape), x_rows, rstd
 
 
-def _sum_partials(partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Stage 2: add the per-program partial rows, in fp32, then cast once."""
-    n_partials, n_cols = partials.shape
-    if REDUCE == "torch":
-        return partials.sum(0).to(dtype)
-    out = torch.empty(n_cols, dtype=dtype, device=partials.device)
-    sum_partials_kernel[(triton.cdiv(n_cols, REDUCE_BLOCK_N),)](
-        partials, out, n_partials, n_cols, BLOCK_P=REDUCE_BLOCK_P, BLOCK_N=REDUCE_BLOCK_N, num_warps=4
-    )
-    return out
-
-
 def _backward(dy, x_rows, weight, rstd):
-    dy_rows = _as_rows(dy)
+    dy_rows = as_rows(dy)
     n_rows, n_cols = x_rows.shape
-    if n_cols > MAX_FUSED_COLS and WIDE_BACKWARD == "columns":
-        return _backward_columns(dy_rows, x_rows, weight, rstd)
     dx = torch.empty((n_rows, n_cols), dtype=x_rows.dtype, device=x_rows.device)  # (2)!
-    if n_cols <= MAX_FUSED_COLS:
-        config = tile_config(n_cols)
-        programs = num_programs(triton.cdiv(n_rows, config["BLOCK_M"]), config["num_warps"], BWD_PROGRAMS_PER_SM)
-        dw_partial = torch.empty((programs, n_cols), dtype=torch.float32, device=x_rows.device)
-        kernel = rms_norm_backward_kernel
-    else:
-        config = {"BLOCK_N": WIDE_BLOCK_N, "num_warps": WIDE_NUM_WARPS}
-        programs = num_programs(n_rows, WIDE_NUM_WARPS, BWD_PROGRAMS_PER_SM)
-        dw_partial = torch.zeros((programs, n_cols), dtype=torch.float32, device=x_rows.device)
-        kernel = rms_norm_backward_wide_kernel
+    design, programs, config = backward_launch(n_rows, n_cols, MAX_FUSED_COLS)
+    if design == "columns":
+        return dx, sum_partials(_backward_columns(dy_rows, x_rows, weight, rstd, dx, programs, config), weight.dtype)
+    # the in-register kernel writes its whole partial row; the "rows" kernel adds into it
+    make_partials = torch.empty if design == "registers" else torch.zeros
+    dw_partial = make_partials((programs, n_cols), dtype=torch.float32, device=x_rows.device)
+    kernel = rms_norm_backward_kernel if design == "registers" else rms_norm_backward_wide_kernel
     kernel[(programs,)](
         x_rows, weight, dy_rows, dx, rstd, dw_partial, n_rows, n_cols,
         x_rows.stride(0), dy_rows.stride(0), dx.stride(0), **config,
     )
-    return dx, _sum_partials(dw_partial, weight.dtype)
+    return dx, sum_partials(dw_partial, weight.dtype)
 
 
-def _backward_columns(dy_rows, x_rows, weight, rstd):
-    """Wide rows: per-row c first, then a 2-D grid of (row group, column strip)."""
+def _backward_columns(dy_rows, x_rows, weight, rstd, dx, programs, config):
+    """Wide rows: per-row c first (on ``programs`` persistent programs), then a 2-D grid
+    of (row group, column strip); returns the partial rows of dw."""
     n_rows, n_cols = x_rows.shape
-    dx = torch.empty((n_rows, n_cols), dtype=x_rows.dtype, device=x_rows.device)
     c = torch.empty(n_rows, dtype=torch.float32, device=x_rows.device)
-    rms_norm_backward_row_terms_kernel[(num_programs(n_rows, WIDE_NUM_WARPS, BWD_PROGRAMS_PER_SM),)](
-        x_rows, weight, dy_rows, rstd, c, n_rows, n_cols, x_rows.stride(0), dy_rows.stride(0),
-        BLOCK_N=WIDE_BLOCK_N, num_warps=WIDE_NUM_WARPS,
+    rms_norm_backward_row_terms_kernel[(programs,)](
+        x_rows, weight, dy_rows, rstd, c, n_rows, n_cols, x_rows.stride(0), dy_rows.stride(0), **config,
     )
-    strips = triton.cdiv(n_cols, COLUMNS_BLOCK_N)
-    groups = max(1, min(n_rows, triton.cdiv(sm_count() * COLUMNS_PROGRAMS_PER_SM, strips)))
-    rows_per_group = triton.cdiv(n_rows, groups)
-    groups = triton.cdiv(n_rows, rows_per_group)
+    groups, strips, rows_per_group, strip_config = column_split(n_rows, n_cols)
     dw_partial = torch.empty((groups, n_cols), dtype=torch.float32, device=x_rows.device)
     rms_norm_backward_columns_kernel[(groups, strips)](
         x_rows, weight, dy_rows, dx, rstd, c, dw_partial,
-        n_rows, n_cols, rows_per_group, x_rows.stride(0), dy_rows.stride(0), dx.stride(0),
-        BLOCK_M=COLUMNS_BLOCK_M, BLOCK_N=COLUMNS_BLOCK_N, num_warps=COLUMNS_NUM_WARPS,
+        n_rows, n_cols, rows_per_group, x_rows.stride(0), dy_rows.stride(0), dx.stride(0), **strip_config,
     )
-    return dx, _sum_partials(dw_partial, weight.dtype)
+    return dw_partial
 # --8<-- [end:launcher]
 
 
@@ -437,7 +318,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
 
 
 if __name__ == "__main__":
-    for n_cols in (1000, max(MAX_FUSED_COLS, FWD_MAX_FUSED_COLS) + 3001):  # the fused path, then the chunked path
+    for n_cols in (1000, max(MAX_FUSED_COLS, norm_launch.FWD_MAX_FUSED_COLS) + 3001):  # the fused path, then the chunked path
         x = torch.randn(5, n_cols, device=DEVICE, requires_grad=True)
         w = torch.randn(n_cols, device=DEVICE, requires_grad=True)
         dy = torch.randn(5, n_cols, device=DEVICE)
