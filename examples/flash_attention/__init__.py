@@ -1,0 +1,1 @@
+"""Attention: naive, FlashAttention-2 forward (online softmax, causal split, TMA) and its backward."""

@@ -1,0 +1,555 @@
+"""Attention, forward and backward: ``softmax(Q·Kᵀ·scale [+ causal mask]) · V``.
+
+``attention(q, k, v, causal=False, sm_scale=None)`` takes ``q`` of shape
+(B, H, S_q, D) and ``k``, ``v`` of shape (B, H_kv, S_k, D), fp16 or bf16,
+D ∈ {64, 128}, any sequence lengths (ragged ends are masked), H_kv dividing H
+(grouped-query attention: query head ``h`` reads key/value head
+``h // (H // H_kv)``). ``sm_scale`` defaults to 1/√D. It is differentiable.
+
+Causal masking is **bottom-right aligned**, as in FlashAttention-2: query row
+``i`` sees key ``j`` iff ``j <= i + (S_k - S_q)``, so the last query always
+sees the last key (the layout of decoding with a KV cache). When S_q = S_k
+that is the usual lower triangle, and it agrees with PyTorch's
+``scaled_dot_product_attention(is_causal=True)``; when S_q ≠ S_k PyTorch's
+flag is top-left aligned and the two differ. Query rows that see no key at
+all (S_q > S_k, causal) return zeros, and their gradients are zero.
+
+Kernels:
+
+* :func:`attn_fwd_kernel`: one program per block of BLOCK_M query rows of one
+  (batch, head), streaming over K and V in BLOCK_N blocks with the online
+  softmax; the keys every row sees run in an unmasked loop, the diagonal band
+  and the ragged end in a masked one. K and V come through tensor descriptors
+  (TMA) on Hopper, through masked pointer loads elsewhere. It saves the
+  per-row log-sum-exp for the backward.
+* :func:`attn_bwd_preprocess_kernel`: ``Δ = rowsum(dO ∘ O)``.
+* :func:`attn_bwd_dkdv_kernel`: one program per block of keys of one K/V head,
+  looping over every query head of its group and every query block that sees
+  it: dK and dV without atomics.
+* :func:`attn_bwd_dq_kernel`: one program per block of queries, looping over
+  the keys it sees: dQ.
+
+Run this file (``python -m examples.flash_attention.kernel``) for a quick check.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from academy import DEVICE, INTERPRETED
+from academy.validation import check_tensor
+
+try:  # host-side tensor descriptors (Triton ≥ 3.4); the pointer path runs without them
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older Triton
+    TensorDescriptor = None
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
+HEAD_DIMS = (64, 128)
+PATHS = ("auto", "tma", "pointer")
+LOG2E = 1.4426950408889634  # 1 / ln 2
+SIZES = ["S_Q", "S_K", "H", "GROUP", "S_KEY"]
+"""Not specialised on (Triton would compile a variant per divisibility by 16 of each): one binary for every length."""
+MAX_GRID_Y = 65535
+"""CUDA's limit on the second grid dimension, which carries batch × heads."""
+
+
+# --8<-- [start:reference]
+def causal_mask(s_q: int, s_k: int, device=None) -> torch.Tensor:
+    """(S_q, S_k) booleans, bottom-right aligned: row i sees key j iff j <= i + S_k - S_q."""
+    i = torch.arange(s_q, device=device)[:, None]
+    j = torch.arange(s_k, device=device)[None, :]
+    return j <= i + (s_k - s_q)
+
+
+def reference(q, k, v, causal: bool = False, sm_scale: float | None = None) -> torch.Tensor:
+    """Attention by the definition, in fp32 (float64 for float64 inputs), returned in q's dtype.
+
+    K and V heads are repeated for grouped-query attention; rows that see no key give 0.
+    """
+    compute = torch.float64 if q.dtype == torch.float64 else torch.float32
+    scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else sm_scale
+    group = q.shape[1] // k.shape[1]
+    kf = k.to(compute).repeat_interleave(group, dim=1)
+    vf = v.to(compute).repeat_interleave(group, dim=1)
+    scores = q.to(compute) @ kf.transpose(-1, -2) * scale
+    if causal:
+        mask = causal_mask(q.shape[2], k.shape[2], q.device)
+        sees_a_key = mask.any(dim=-1, keepdim=True)
+        scores = scores.masked_fill(~mask, -math.inf).masked_fill(~sees_a_key, 0.0)  # keep empty rows finite
+        p = torch.softmax(scores, dim=-1) * sees_a_key
+    else:
+        p = torch.softmax(scores, dim=-1)
+    return (p @ vf).to(q.dtype)
+# --8<-- [end:reference]
+
+
+# --8<-- [start:forward_inner]
+@triton.jit
+def attn_fwd_inner(
+    acc, l_i, m_i, q, k_src, v_src, kv_bh, offs_m, lo, hi, S_K, shift, qk_scale,
+    stride_kn, stride_vn,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+    USE_TMA: tl.constexpr, UPCAST: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+):
+    """One sweep of the online softmax over keys [lo, hi) in BLOCK_N blocks; all in the log2 domain."""
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        start_n = tl.multiple_of(start_n, BLOCK_N)  # (1)!
+        cols = start_n + offs_n
+        if USE_TMA:
+            k = k_src.load([kv_bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)  # (2)!
+            v = v_src.load([kv_bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        else:
+            k = tl.load(k_src + cols.to(tl.int64)[:, None] * stride_kn + offs_d[None, :],
+                        mask=(cols < S_K)[:, None], other=0.0)
+            v = tl.load(v_src + cols.to(tl.int64)[:, None] * stride_vn + offs_d[None, :],
+                        mask=(cols < S_K)[:, None], other=0.0)
+        if UPCAST:  # the interpreter's bf16 arithmetic is wrong: compute in fp32 there
+            k = k.to(tl.float32)
+            v = v.to(tl.float32)
+        qk = tl.dot(q, tl.trans(k))  # (3)!
+        if MASKED:
+            keep = (cols < S_K)[None, :]
+            if CAUSAL:
+                keep = keep & (cols[None, :] <= offs_m[:, None] + shift)  # (4)!
+            qk = tl.where(keep, qk * qk_scale, -float("inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, 1))
+            m_sub = tl.where(m_new == -float("inf"), 0.0, m_new)  # (5)!
+            p = tl.math.exp2(qk - m_sub[:, None])
+        else:
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)  # (6)!
+            m_sub = m_new
+            p = tl.math.exp2(qk * qk_scale - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_sub)  # (7)!
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(v.dtype), v, acc)  # (8)!
+        m_i = m_new
+    return acc, l_i, m_i
+# --8<-- [end:forward_inner]
+
+
+# --8<-- [start:forward_kernel]
+@triton.jit(do_not_specialize=SIZES)
+def attn_fwd_kernel(
+    Q, K, V, O, LSE, sm_scale,
+    S_Q, S_K, H, GROUP, S_KEY,
+    stride_qb, stride_qh, stride_qm, stride_kb, stride_kh, stride_kn,
+    stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_om,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+    USE_TMA: tl.constexpr, UPCAST: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+):
+    if CAUSAL:  # (1)!
+        pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        pid_m = tl.program_id(0)
+    bh = tl.program_id(1)  # (2)!
+    b = bh // H
+    h = bh % H
+    kv_bh = b * (H // GROUP) + h // GROUP  # (3)!
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    qk_scale = sm_scale * 1.4426950408889634  # (4)!
+    if USE_TMA:
+        q = Q.load([bh, pid_m * BLOCK_M, 0]).reshape(BLOCK_M, HEAD_DIM)  # rows past S_Q read as zeros
+        k_src = K
+        v_src = V
+    else:
+        q = tl.load(Q + b.to(tl.int64) * stride_qb + h.to(tl.int64) * stride_qh  # (5)!
+                    + offs_m.to(tl.int64)[:, None] * stride_qm + offs_d[None, :],
+                    mask=(offs_m < S_Q)[:, None], other=0.0)
+        k_src = K + b.to(tl.int64) * stride_kb + (h // GROUP).to(tl.int64) * stride_kh
+        v_src = V + b.to(tl.int64) * stride_vb + (h // GROUP).to(tl.int64) * stride_vh
+    if UPCAST:
+        q = q.to(tl.float32)
+    m_i = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)  # (6)!
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    shift = S_K - S_Q
+    if CAUSAL:
+        lo = tl.maximum(pid_m * BLOCK_M + shift + 1, 0) // BLOCK_N * BLOCK_N  # (7)!
+        hi = tl.minimum(tl.maximum(pid_m * BLOCK_M + BLOCK_M + shift, 0), S_K)  # (8)!
+    else:
+        lo = S_K // BLOCK_N * BLOCK_N
+        hi = S_K
+    acc, l_i, m_i = attn_fwd_inner(acc, l_i, m_i, q, k_src, v_src, kv_bh, offs_m, 0, lo, S_K, shift, qk_scale,
+                                   stride_kn, stride_vn, False, CAUSAL, BLOCK_N, HEAD_DIM,
+                                   USE_TMA, UPCAST, WARP_SPECIALIZE)  # (9)!
+    acc, l_i, m_i = attn_fwd_inner(acc, l_i, m_i, q, k_src, v_src, kv_bh, offs_m, lo, hi, S_K, shift, qk_scale,
+                                   stride_kn, stride_vn, True, CAUSAL, BLOCK_N, HEAD_DIM,
+                                   USE_TMA, UPCAST, False)
+    empty = l_i == 0.0  # (10)!
+    acc = acc / tl.where(empty, 1.0, l_i)[:, None]  # (11)!
+    lse = tl.where(empty, float("inf"), m_i + tl.math.log2(tl.where(empty, 1.0, l_i)))  # (12)!
+    tl.store(LSE + bh.to(tl.int64) * S_Q + offs_m, lse, mask=offs_m < S_Q)
+    if USE_TMA:
+        O.store([bh, pid_m * BLOCK_M, 0], acc.to(O.dtype).reshape(1, BLOCK_M, HEAD_DIM))  # clipped at S_Q
+    else:
+        tl.store(O + b.to(tl.int64) * stride_ob + h.to(tl.int64) * stride_oh
+                 + offs_m.to(tl.int64)[:, None] * stride_om + offs_d[None, :],
+                 acc.to(O.dtype.element_ty), mask=(offs_m < S_Q)[:, None])
+# --8<-- [end:forward_kernel]
+
+
+# --8<-- [start:backward_kernels]
+@triton.jit
+def attn_bwd_preprocess_kernel(O, DO, DELTA, S_Q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    bh = tl.program_id(1)
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    rows = bh.to(tl.int64) * S_Q + offs_m
+    mask = (offs_m < S_Q)[:, None]
+    o = tl.load(O + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=mask, other=0.0).to(tl.float32)
+    do = tl.load(DO + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=mask, other=0.0).to(tl.float32)
+    tl.store(DELTA + rows, tl.sum(o * do, 1), mask=offs_m < S_Q)  # (1)!
+
+
+@triton.jit
+def bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, bh, offs_n, lo, hi, S_Q, shift, qk_scale,
+                  MASKED: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, UPCAST: tl.constexpr):
+    """Accumulate one query head's contribution to dK and dV of a key block, over query rows [lo, hi)."""
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        rows = bh.to(tl.int64) * S_Q + offs_m
+        in_range = offs_m < S_Q
+        q = tl.load(Q + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=in_range[:, None], other=0.0)
+        do = tl.load(DO + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=in_range[:, None], other=0.0)
+        lse = tl.load(LSE + rows, mask=in_range, other=float("inf"))  # (2)!
+        delta = tl.load(DELTA + rows, mask=in_range, other=0.0)
+        if UPCAST:
+            q = q.to(tl.float32)
+            do = do.to(tl.float32)
+        p_t = tl.math.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse[None, :])  # (3)!
+        if MASKED:
+            p_t = tl.where(offs_n[:, None] <= offs_m[None, :] + shift, p_t, 0.0)
+        dv = tl.dot(p_t.to(do.dtype), do, dv)  # (4)!
+        dp_t = tl.dot(v, tl.trans(do))
+        ds_t = p_t * (dp_t - delta[None, :])  # (5)!
+        dk = tl.dot(ds_t.to(q.dtype), q, dk)
+    return dk, dv
+
+
+@triton.jit(do_not_specialize=SIZES)
+def attn_bwd_dkdv_kernel(
+    Q, K, V, DO, LSE, DELTA, DK, DV, sm_scale,
+    S_Q, S_K, H, GROUP, S_KEY,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    kv_bh = tl.program_id(1)
+    b = kv_bh // (H // GROUP)
+    kv_h = kv_bh % (H // GROUP)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    kv_rows = kv_bh.to(tl.int64) * S_K + offs_n
+    k = tl.load(K + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], mask=(offs_n < S_K)[:, None], other=0.0)
+    v = tl.load(V + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], mask=(offs_n < S_K)[:, None], other=0.0)
+    if UPCAST:
+        k = k.to(tl.float32)
+        v = v.to(tl.float32)
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    shift = S_K - S_Q
+    n0 = tl.program_id(0) * BLOCK_N
+    if CAUSAL:  # (6)!
+        lo = tl.maximum(n0 - shift, 0) // BLOCK_M * BLOCK_M
+        mid = tl.minimum(tl.cdiv(tl.maximum(n0 + BLOCK_N - 1 - shift, 0), BLOCK_M) * BLOCK_M,
+                         tl.cdiv(S_Q, BLOCK_M) * BLOCK_M)
+    else:
+        lo = 0
+        mid = 0
+    for g in range(GROUP):  # (7)!
+        bh = b * H + kv_h * GROUP + g
+        dk, dv = bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, bh, offs_n, lo, mid, S_Q, shift, qk_scale,
+                               True, BLOCK_M, HEAD_DIM, UPCAST)
+        dk, dv = bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, bh, offs_n, mid, S_Q, S_Q, shift, qk_scale,
+                               False, BLOCK_M, HEAD_DIM, UPCAST)
+    mask = (offs_n < S_K)[:, None]
+    tl.store(DK + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], (dk * sm_scale).to(DK.dtype.element_ty), mask=mask)
+    tl.store(DV + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], dv.to(DV.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def bwd_dq_step(dq, q, do, lse, delta, K, V, kv_bh, offs_m, lo, hi, S_K, shift, qk_scale,
+                MASKED: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+                UPCAST: tl.constexpr):
+    """Accumulate dQ of a query block over keys [lo, hi)."""
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        kv_rows = kv_bh.to(tl.int64) * S_K + offs_n
+        k = tl.load(K + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], mask=(offs_n < S_K)[:, None], other=0.0)
+        v = tl.load(V + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], mask=(offs_n < S_K)[:, None], other=0.0)
+        if UPCAST:
+            k = k.to(tl.float32)
+            v = v.to(tl.float32)
+        p = tl.math.exp2(tl.dot(q, tl.trans(k)) * qk_scale - lse[:, None])
+        if MASKED:
+            keep = (offs_n < S_K)[None, :]
+            if CAUSAL:
+                keep = keep & (offs_n[None, :] <= offs_m[:, None] + shift)
+            p = tl.where(keep, p, 0.0)
+        dp = tl.dot(do, tl.trans(v))
+        ds = p * (dp - delta[:, None])
+        dq = tl.dot(ds.to(k.dtype), k, dq)  # (8)!
+    return dq
+
+
+@triton.jit(do_not_specialize=SIZES)
+def attn_bwd_dq_kernel(
+    Q, K, V, DO, LSE, DELTA, DQ, sm_scale,
+    S_Q, S_K, H, GROUP, S_KEY,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    bh = tl.program_id(1)
+    kv_bh = (bh // H) * (H // GROUP) + (bh % H) // GROUP
+    pid_m = tl.program_id(0)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    rows = bh.to(tl.int64) * S_Q + offs_m
+    in_range = offs_m < S_Q
+    q = tl.load(Q + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=in_range[:, None], other=0.0)
+    do = tl.load(DO + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=in_range[:, None], other=0.0)
+    lse = tl.load(LSE + rows, mask=in_range, other=float("inf"))
+    delta = tl.load(DELTA + rows, mask=in_range, other=0.0)
+    if UPCAST:
+        q = q.to(tl.float32)
+        do = do.to(tl.float32)
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    shift = S_K - S_Q
+    if CAUSAL:
+        lo = tl.maximum(pid_m * BLOCK_M + shift + 1, 0) // BLOCK_N * BLOCK_N
+        hi = tl.minimum(tl.maximum(pid_m * BLOCK_M + BLOCK_M + shift, 0), S_K)
+    else:
+        lo = S_K // BLOCK_N * BLOCK_N
+        hi = S_K
+    dq = bwd_dq_step(dq, q, do, lse, delta, K, V, kv_bh, offs_m, 0, lo, S_K, shift, qk_scale,
+                     False, CAUSAL, BLOCK_N, HEAD_DIM, UPCAST)
+    dq = bwd_dq_step(dq, q, do, lse, delta, K, V, kv_bh, offs_m, lo, hi, S_K, shift, qk_scale,
+                     True, CAUSAL, BLOCK_N, HEAD_DIM, UPCAST)
+    tl.store(DQ + rows[:, None] * HEAD_DIM + offs_d[None, :], (dq * sm_scale).to(DQ.dtype.element_ty),
+             mask=in_range[:, None])
+# --8<-- [end:backward_kernels]
+
+
+# --8<-- [start:configs]
+def _set_descriptor_blocks(nargs: dict) -> None:
+    """Autotuner pre-hook: a descriptor's block shape must match the config being tried."""
+    if isinstance(nargs["Q"], torch.Tensor):
+        return
+    d = nargs["HEAD_DIM"]
+    nargs["Q"].block_shape = [1, nargs["BLOCK_M"], d]
+    nargs["O"].block_shape = [1, nargs["BLOCK_M"], d]
+    nargs["K"].block_shape = [1, nargs["BLOCK_N"], d]
+    nargs["V"].block_shape = [1, nargs["BLOCK_N"], d]
+
+
+def _config(bm, bn, warps, stages, ws=False, hook=None):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "WARP_SPECIALIZE": ws} if hook else
+                         {"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages, pre_hook=hook)
+
+
+if INTERPRETED:  # (1)!
+    FWD_CONFIGS = [_config(16, 16, 4, 1, hook=_set_descriptor_blocks)]
+    DKDV_CONFIGS = [_config(16, 16, 4, 1)]
+    DQ_CONFIGS = [_config(16, 16, 4, 1)]
+else:
+    FWD_CONFIGS = [  # (2)!
+        _config(128, 128, 8, 3, hook=_set_descriptor_blocks),
+        _config(128, 128, 8, 3, ws=True, hook=_set_descriptor_blocks),
+        _config(64, 64, 4, 3, hook=_set_descriptor_blocks),  # short sequences: more programs
+    ]
+    DKDV_CONFIGS = [_config(64, 128, 8, 3), _config(64, 64, 4, 3)]
+    DQ_CONFIGS = [_config(128, 64, 8, 3), _config(64, 64, 4, 3)]
+
+FIXED_FWD_CONFIG = dict(BLOCK_M=64, BLOCK_N=64, WARP_SPECIALIZE=False, num_warps=4, num_stages=2)
+"""The untuned FlashAttention-2 stage: one textbook tile, no autotuning (16×16 under the interpreter)."""
+if INTERPRETED:
+    FIXED_FWD_CONFIG = dict(FIXED_FWD_CONFIG, BLOCK_M=16, BLOCK_N=16, num_stages=1)
+
+KEY = ["S_KEY", "HEAD_DIM", "CAUSAL", "GROUP"]
+attn_fwd_tuned = triton.autotune(FWD_CONFIGS, key=KEY + ["USE_TMA"])(attn_fwd_kernel)  # (3)!
+attn_bwd_dkdv_tuned = triton.autotune(DKDV_CONFIGS, key=KEY, reset_to_zero=None)(attn_bwd_dkdv_kernel)
+attn_bwd_dq_tuned = triton.autotune(DQ_CONFIGS, key=KEY)(attn_bwd_dq_kernel)
+
+
+def sequence_key(s_q: int, s_k: int) -> int:
+    """Autotuning bucket: the next power of two of the longer sequence (one tuning per bucket, not per length)."""
+    return triton.next_power_of_2(max(s_q, s_k))
+# --8<-- [end:configs]
+
+
+# --8<-- [start:tma_check]
+@functools.cache
+def tma_available() -> bool:
+    """Tensor descriptors exist in this Triton and the GPU has TMA (Hopper, sm_90, or newer)."""
+    if TensorDescriptor is None:
+        return False
+    if INTERPRETED:
+        return True  # the interpreter emulates descriptors: the CPU tests run this path too
+    return torch.cuda.get_device_capability()[0] >= 9
+
+
+def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
+    """A (B·H, S, D) descriptor over a contiguous (B, H, S, D) tensor; the block shape is set per config."""
+    b, h, s, d = t.shape
+    return TensorDescriptor(t, shape=[b * h, s, d], strides=[s * d, d, 1], block_shape=[1, rows, d])
+# --8<-- [end:tma_check]
+
+
+# --8<-- [start:launcher]
+def _check_inputs(q, k, v, causal, sm_scale) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(name, t, SUPPORTED_DTYPES)
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be 4-D (batch, heads, sequence, head_dim), got shape {tuple(t.shape)}")
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError(f"dtypes differ: q {q.dtype}, k {k.dtype}, v {v.dtype}")
+    if k.device != q.device or v.device != q.device:
+        raise ValueError(f"devices differ: q on {q.device}, k on {k.device}, v on {v.device}")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have one shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    (B, H, _, D), (Bk, H_kv, S_k, Dk) = q.shape, k.shape
+    if Bk != B or Dk != D:
+        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} differ in batch or head_dim")
+    if D not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {D}")
+    if H_kv == 0 or H % H_kv:
+        raise ValueError(f"the {H} query heads must be a multiple of the {H_kv} key/value heads (grouped-query)")
+    if S_k == 0:
+        raise ValueError("k and v hold no keys (S_k = 0): attention over nothing is undefined")
+    if B * H > MAX_GRID_Y:
+        raise ValueError(f"batch × heads = {B * H} exceeds {MAX_GRID_Y}, the grid's second dimension")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    if sm_scale is not None and not (isinstance(sm_scale, (int, float)) and math.isfinite(sm_scale) and sm_scale > 0):
+        raise ValueError(f"sm_scale must be a positive finite number or None, got {sm_scale!r}")
+
+
+def forward_path(q: torch.Tensor, path: str) -> str:
+    """``"tma"`` where descriptors can read the (contiguous) inputs, else ``"pointer"``."""
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+    if path == "auto":
+        return "tma" if tma_available() else "pointer"
+    if path == "tma" and not tma_available():
+        raise ValueError("path='tma' needs tensor descriptors (Triton ≥ 3.4 on Hopper, or the interpreter)")
+    return path
+
+
+def flash_forward(q, k, v, causal: bool, sm_scale: float, path: str = "auto", config: dict | None = None):
+    """Launch the forward on contiguous inputs; returns (o, lse) with lse in log2 units, (B, H, S_q) fp32.
+
+    ``config`` fixes the meta-parameters (no autotuning): the untuned stage and the tuning sweep use it.
+    """
+    (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
+    o = torch.empty_like(q)
+    lse = torch.empty((B, H, S_q), dtype=torch.float32, device=q.device)
+    if o.numel() == 0:
+        return o, lse
+    path = forward_path(q, path)
+    if path == "tma":
+        args = [_descriptor(q, 16), _descriptor(k, 16), _descriptor(v, 16), _descriptor(o, 16)]  # (1)!
+    else:
+        args = [q, k, v, o]
+    args += [lse, sm_scale, S_q, S_k, H, H // H_kv, sequence_key(S_q, S_k),
+             *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3]]
+    common = dict(HEAD_DIM=D, CAUSAL=causal, USE_TMA=path == "tma", UPCAST=INTERPRETED)
+    if config is None:
+        grid = lambda meta: (triton.cdiv(S_q, meta["BLOCK_M"]), B * H)  # noqa: E731
+        attn_fwd_tuned[grid](*args, **common)  # (2)!
+    else:
+        if path == "tma":
+            _set_descriptor_blocks({"Q": args[0], "K": args[1], "V": args[2], "O": args[3], "HEAD_DIM": D, **config})
+        attn_fwd_kernel[(triton.cdiv(S_q, config["BLOCK_M"]), B * H)](*args, **common, **config)
+    return o, lse
+
+
+def flash_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: tuple | None = None):
+    """dq, dk, dv from the saved lse: Δ = rowsum(dO∘O), then the dK/dV and dQ kernels (contiguous inputs)."""
+    (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
+    delta = torch.empty_like(lse)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    attn_bwd_preprocess_kernel[(triton.cdiv(S_q, 64), B * H)](o, do, delta, S_q, HEAD_DIM=D, BLOCK_M=64)  # (3)!
+    args = (q, k, v, do, lse, delta)
+    sizes = (sm_scale, S_q, S_k, H, H // H_kv, sequence_key(S_q, S_k))
+    common = dict(HEAD_DIM=D, CAUSAL=causal, UPCAST=INTERPRETED)
+    if configs is None:
+        attn_bwd_dkdv_tuned[lambda meta: (triton.cdiv(S_k, meta["BLOCK_N"]), B * H_kv)](*args, dk, dv, *sizes, **common)
+        attn_bwd_dq_tuned[lambda meta: (triton.cdiv(S_q, meta["BLOCK_M"]), B * H)](*args, dq, *sizes, **common)
+    else:
+        kv_cfg, q_cfg = configs
+        attn_bwd_dkdv_kernel[(triton.cdiv(S_k, kv_cfg["BLOCK_N"]), B * H_kv)](*args, dk, dv, *sizes, **common, **kv_cfg)
+        attn_bwd_dq_kernel[(triton.cdiv(S_q, q_cfg["BLOCK_M"]), B * H)](*args, dq, *sizes, **common, **q_cfg)
+    return dq, dk, dv
+
+
+class FlashAttention(torch.autograd.Function):
+    """Forward saves q, k, v, o and the per-row lse; backward recomputes P block by block from them."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, sm_scale, forward_fn):
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # (4)!
+        o, lse = forward_fn(q, k, v, causal, sm_scale)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal, ctx.sm_scale = causal, sm_scale
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = flash_backward(q, k, v, o, lse, do.contiguous(), ctx.causal, ctx.sm_scale)
+        return dq, dk, dv, None, None, None
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+              sm_scale: float | None = None, *, path: str = "auto") -> torch.Tensor:
+    """``softmax(q·kᵀ·sm_scale [causal, bottom-right]) · v``; differentiable.
+
+    q: (B, H, S_q, D); k, v: (B, H_kv, S_k, D) with H_kv dividing H; fp16 or bf16; D ∈ {64, 128}.
+    ``path``: ``"auto"``, ``"tma"`` or ``"pointer"`` picks how the forward reads its tiles.
+    """
+    _check_inputs(q, k, v, causal, sm_scale)
+    forward_path(q, path)  # reject a bad path before any work
+    scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
+    return FlashAttention.apply(q, k, v, causal, scale, functools.partial(flash_forward, path=path))
+# --8<-- [end:launcher]
+
+
+# --8<-- [start:flops]
+def attention_flops(B: int, H: int, S_q: int, S_k: int, D: int, causal: bool = False, mode: str = "fwd") -> float:
+    """FLOPs by the usual convention: 2 matmuls of 2·S_q·S_k·D each per head forward, half that when causal,
+    and the backward's 5 matmuls are 2.5× the forward."""
+    forward = 4.0 * B * H * S_q * S_k * D * (0.5 if causal else 1.0)
+    return {"fwd": forward, "bwd": 2.5 * forward, "fwd+bwd": 3.5 * forward}[mode]
+# --8<-- [end:flops]
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    for (B, H, H_kv, S_q, S_k), causal in [((1, 2, 1, 40, 40), True), ((2, 2, 2, 23, 37), False), ((1, 2, 2, 37, 23), True)]:
+        q = torch.randn(B, H, S_q, 64, device=DEVICE).half().requires_grad_()
+        k = torch.randn(B, H_kv, S_k, 64, device=DEVICE).half().requires_grad_()
+        v = torch.randn(B, H_kv, S_k, 64, device=DEVICE).half().requires_grad_()
+        out = attention(q, k, v, causal)
+        grad = torch.randn_like(out)
+        out.backward(grad)
+        got = [out, q.grad, k.grad, v.grad]
+        q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+        ref = reference(q64, k64, v64, causal)
+        ref.backward(grad.double())
+        for name, g, r in zip(("o", "dq", "dk", "dv"), got, [ref, q64.grad, k64.grad, v64.grad]):
+            error = ((g.double() - r).norm() / r.norm()).item()
+            print(f"attention B={B} H={H}/{H_kv} S={S_q}x{S_k} causal={causal} {name}: error {error:.1e}")
+            assert error < 1e-2

@@ -1,0 +1,193 @@
+"""Attention forward and backward against float64 PyTorch: every path and stage, ragged lengths,
+grouped-query heads, causal with S_q ≠ S_k (bottom-right aligned), fully masked rows, bad inputs.
+
+Under the interpreter the kernels upcast fp16/bf16 tiles to fp32 and bf16 stores truncate, so
+bf16 is checked forward only on the CPU; the GPU run checks bf16 gradients too.
+"""
+
+import math
+
+import pytest
+import torch
+
+from academy import DEVICE, INTERPRETED
+from academy.testing import assert_close, poison_allocations, random_tensor
+from examples.flash_attention import kernel as fa
+from examples.flash_attention import stages
+from examples.flash_attention.kernel import attention, attention_flops, causal_mask, reference
+from examples.flash_attention.stages import naive_attention
+
+DTYPES = [torch.float16, torch.bfloat16]
+OPS = {
+    "tma": lambda *a, **kw: attention(*a, path="tma", **kw),
+    "pointer": lambda *a, **kw: attention(*a, path="pointer", **kw),
+    **stages.STAGES,
+}
+# (B, H, H_kv, S_q, S_k): ragged lengths, more rows than keys and the reverse, grouped-query heads
+SHAPES = [(1, 2, 2, 37, 37), (2, 1, 1, 23, 45), (1, 4, 2, 45, 29), (1, 3, 1, 16, 16)]
+if not INTERPRETED:
+    SHAPES += [(2, 4, 2, 1000, 1000), (1, 8, 1, 333, 1111)]
+
+
+@pytest.fixture(autouse=True)
+def _poison_outputs(monkeypatch):
+    poison_allocations(monkeypatch, fa)
+    poison_allocations(monkeypatch, stages)
+
+
+def inputs(shape, dtype, d=64, requires_grad=False):
+    B, H, H_kv, S_q, S_k = shape
+    q = random_tensor((B, H, S_q, d), dtype, requires_grad=requires_grad)
+    k = random_tensor((B, H_kv, S_k, d), dtype, requires_grad=requires_grad)
+    v = random_tensor((B, H_kv, S_k, d), dtype, requires_grad=requires_grad)
+    return q, k, v
+
+
+def gradients64(q, k, v, grad, causal, sm_scale=None):
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    out = reference(q64, k64, v64, causal, sm_scale)
+    out.backward(grad.double())
+    return out, q64.grad, k64.grad, v64.grad
+
+
+def fits(op, shape, d):
+    return op != "naive" or max(16, 1 << (shape[4] - 1).bit_length()) * d <= stages.NAIVE_MAX_ELEMENTS
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "B{}H{}/{}S{}x{}".format(*s))
+@pytest.mark.parametrize("op", list(OPS))
+def test_forward_and_backward_fp16(op, shape, causal):
+    if not fits(op, shape, 64):
+        pytest.skip("the naive kernel holds a whole row: short sequences only")
+    q, k, v = inputs(shape, torch.float16, requires_grad=True)
+    out = OPS[op](q, k, v, causal=causal)
+    grad = random_tensor(tuple(out.shape), torch.float16)
+    out.backward(grad)
+    expected = gradients64(q, k, v, grad, causal)
+    for name, got, want in zip(("o", "dq", "dk", "dv"), (out, q.grad, k.grad, v.grad), expected):
+        assert got.shape == want.shape and got.dtype == torch.float16
+        assert_close(got, want, dtype=torch.float16, name=f"{op} {name}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_head_dim_128_and_dtypes(dtype, causal):
+    q, k, v = inputs((1, 2, 1, 40, 50), dtype, d=128, requires_grad=not INTERPRETED)
+    out = attention(q, k, v, causal=causal)
+    if INTERPRETED:  # bf16 stores truncate under the interpreter: forward only there
+        assert_close(out, reference(q.double(), k.double(), v.double(), causal), dtype=dtype)
+        return
+    grad = random_tensor(tuple(out.shape), dtype)
+    out.backward(grad)
+    for name, got, want in zip(("o", "dq", "dk", "dv"), (out, q.grad, k.grad, v.grad),
+                               gradients64(q, k, v, grad, causal)):
+        assert_close(got, want, dtype=dtype, name=name)
+
+
+@pytest.mark.parametrize("sm_scale", [0.05, 0.5])
+def test_explicit_scale(sm_scale):
+    q, k, v = inputs((1, 2, 2, 33, 33), torch.float16)
+    assert_close(attention(q, k, v, True, sm_scale), reference(q.double(), k.double(), v.double(), True, sm_scale),
+                 dtype=torch.float16)
+
+
+@pytest.mark.parametrize("s_q, s_k", [(20, 20), (13, 40), (40, 13)])
+def test_causal_is_bottom_right_against_an_explicit_mask(s_q, s_k):
+    """PyTorch's SDPA with the mask written out (not our reference): j <= i + S_k - S_q."""
+    q, k, v = inputs((1, 2, 2, s_q, s_k), torch.float16)
+    mask = causal_mask(s_q, s_k, q.device)
+    i, j = torch.meshgrid(torch.arange(s_q), torch.arange(s_k), indexing="ij")
+    assert torch.equal(mask.cpu(), j - i <= s_k - s_q)
+    expected = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
+    expected = torch.nan_to_num(expected) * mask.any(-1, keepdim=True)  # rows that see nothing: 0, not NaN
+    assert_close(attention(q, k, v, causal=True), expected, dtype=torch.float16)
+
+
+def test_causal_agrees_with_sdpa_is_causal_when_lengths_match():
+    q, k, v = inputs((2, 2, 2, 29, 29), torch.float16)
+    expected = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    assert_close(attention(q, k, v, causal=True), expected, dtype=torch.float16)
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_rows_that_see_no_key_are_zero_and_finite(op):
+    """S_q > S_k, causal: the first S_q - S_k rows see no key (−inf − −inf would be NaN)."""
+    q, k, v = inputs((1, 2, 2, 40, 12), torch.float16, requires_grad=True)
+    out = OPS[op](q, k, v, causal=True)
+    out.backward(torch.ones_like(out))
+    assert torch.equal(out[:, :, :28], torch.zeros_like(out[:, :, :28]))
+    assert torch.equal(q.grad[:, :, :28], torch.zeros_like(q.grad[:, :, :28]))
+    for t in (out, q.grad, k.grad, v.grad):
+        assert torch.isfinite(t).all()
+
+
+def test_grouped_query_heads_equal_repeated_heads():
+    q, k, v = inputs((2, 6, 2, 30, 30), torch.float16, requires_grad=True)
+    out = attention(q, k, v, causal=True)
+    out.sum().backward()
+    k_rep, v_rep = (t.detach().repeat_interleave(3, dim=1).requires_grad_() for t in (k, v))
+    q2 = q.detach().clone().requires_grad_()
+    out2 = attention(q2, k_rep, v_rep, causal=True)
+    out2.sum().backward()
+    assert_close(out, out2.detach(), dtype=torch.float16)
+    assert_close(k.grad, k_rep.grad.unflatten(1, (2, 3)).sum(2), dtype=torch.float16, name="dk summed over the group")
+
+
+def test_non_contiguous_inputs():
+    """q, k, v as (B, S, H, D) tensors transposed to (B, H, S, D): the layout a projection gives."""
+    q, k, v = (random_tensor((2, 21, 3, 64), torch.float16).transpose(1, 2) for _ in range(3))
+    assert not q.is_contiguous()
+    assert_close(attention(q, k, v), reference(q.double(), k.double(), v.double()), dtype=torch.float16)
+
+
+def test_saved_lse_is_the_log2_log_sum_exp():
+    q, k, v = inputs((1, 2, 2, 24, 40), torch.float16)
+    scale = 1 / 8
+    o, lse = fa.flash_forward(q, k, v, False, scale)
+    scores = q.double() @ k.double().transpose(-1, -2) * scale
+    torch.testing.assert_close(lse.double(), torch.logsumexp(scores, -1) / math.log(2), atol=2e-3, rtol=0)
+
+
+def test_empty_query_and_flops():
+    q, k, v = inputs((1, 2, 2, 0, 5), torch.float16)
+    assert attention(q, k, v).shape == (1, 2, 0, 64)
+    assert attention_flops(1, 1, 3, 5, 64) == 4 * 3 * 5 * 64
+    assert attention_flops(2, 3, 8, 8, 64, causal=True, mode="fwd+bwd") == 3.5 * 0.5 * 4 * 2 * 3 * 8 * 8 * 64
+
+
+def test_bad_inputs():
+    q, k, v = inputs((1, 2, 2, 8, 8), torch.float16)
+    with pytest.raises(TypeError, match="dtype"):
+        attention(q.float(), k.float(), v.float())
+    with pytest.raises(TypeError, match="dtypes differ"):
+        attention(q, k.bfloat16(), v)
+    with pytest.raises(ValueError, match="4-D"):
+        attention(q[0], k[0], v[0])
+    with pytest.raises(ValueError, match="head_dim"):
+        attention(q[..., :32], k[..., :32], v[..., :32])
+    with pytest.raises(ValueError, match="multiple"):
+        attention(random_tensor((1, 3, 8, 64), torch.float16), k, v)
+    with pytest.raises(ValueError, match="one shape"):
+        attention(q, k, v[:, :, :4])
+    with pytest.raises(ValueError, match="no keys"):
+        attention(q, k[:, :, :0], v[:, :, :0])
+    with pytest.raises(ValueError, match="sm_scale"):
+        attention(q, k, v, sm_scale=-1.0)
+    with pytest.raises(TypeError, match="causal"):
+        attention(q, k, v, causal="yes")
+    with pytest.raises(ValueError, match="path"):
+        attention(q, k, v, path="cuda")
+    with pytest.raises(TypeError, match="Tensor"):
+        attention(q.tolist(), k, v)
+    with pytest.raises(ValueError, match="naive"):
+        naive_attention(*inputs((1, 1, 1, 8, 600), torch.float16))
+
+
+@pytest.mark.skipif(INTERPRETED, reason="GPU sizes: the interpreter would take minutes")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_long_sequence_head_dim_128_against_sdpa(causal):
+    q, k, v = inputs((1, 4, 4, 4100, 4100), torch.bfloat16, d=128)
+    expected = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+    assert_close(attention(q, k, v, causal=causal), expected, dtype=torch.bfloat16)
+    assert DEVICE == "cuda"

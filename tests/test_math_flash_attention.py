@@ -1,0 +1,109 @@
+"""The attention chapter's derivations in float64: the online softmax, exp2, the saved log-sum-exp,
+the backward formulas against autograd, the causal loop bounds and the FLOP count."""
+
+import math
+
+import pytest
+import torch
+
+from examples.flash_attention.kernel import attention_flops, causal_mask
+
+
+def rand(*shape):
+    return torch.randn(*shape, dtype=torch.float64)
+
+
+def online_softmax_attention(s, v, block):
+    """The forward recurrence of the page, one row block at a time: running max m, running sum l,
+    rescale α = exp(m_old − m_new), normalisation deferred to the end."""
+    m = torch.full((s.shape[0],), -math.inf, dtype=s.dtype)
+    l = torch.zeros(s.shape[0], dtype=s.dtype)
+    acc = torch.zeros(s.shape[0], v.shape[1], dtype=s.dtype)
+    for j in range(0, s.shape[1], block):
+        s_j = s[:, j:j + block]
+        m_new = torch.maximum(m, s_j.max(dim=1).values)
+        p = torch.exp(s_j - m_new[:, None])
+        alpha = torch.exp(m - m_new)
+        l = alpha * l + p.sum(dim=1)
+        acc = alpha[:, None] * acc + p @ v[j:j + block]
+        m = m_new
+    return acc / l[:, None], m + torch.log(l)
+
+
+@pytest.mark.parametrize("block", [1, 7, 16, 100])
+def test_online_softmax_equals_softmax(block):
+    s, v = rand(9, 50) * 4, rand(50, 5)
+    out, lse = online_softmax_attention(s, v, block)
+    torch.testing.assert_close(out, torch.softmax(s, dim=1) @ v)
+    torch.testing.assert_close(lse, torch.logsumexp(s, dim=1))
+
+
+def test_exp2_with_the_log2e_factor_is_exp():
+    """exp(x·scale) = 2^(x·scale·log2 e): folding log2 e into the scale costs nothing."""
+    x, scale = rand(1000) * 10, 0.125
+    torch.testing.assert_close(torch.exp2(x * (scale / math.log(2))), torch.exp(x * scale))
+
+
+def test_saved_lse_rebuilds_p_without_a_row_sum():
+    s = rand(6, 40) * 3
+    lse = torch.logsumexp(s, dim=1)
+    torch.testing.assert_close(torch.exp(s - lse[:, None]), torch.softmax(s, dim=1))
+    lse2 = lse / math.log(2)  # the kernel stores it in log2 units, next to exp2
+    torch.testing.assert_close(torch.exp2(s / math.log(2) - lse2[:, None]), torch.softmax(s, dim=1))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_backward_formulas_equal_autograd(causal):
+    S_q, S_k, D, scale = 11, 17, 8, 0.3
+    q, k, v = (rand(n, D).requires_grad_() for n in (S_q, S_k, S_k))
+    s = q @ k.T * scale
+    if causal:
+        s = s.masked_fill(~causal_mask(S_q, S_k), -math.inf)
+    p = torch.softmax(s, dim=1)
+    o = p @ v
+    do = rand(S_q, D)
+    o.backward(do)
+    p, o = p.detach(), o.detach()
+    dv = p.T @ do
+    dp = do @ v.detach().T
+    delta = (do * o).sum(dim=1)
+    torch.testing.assert_close(delta, (p * dp).sum(dim=1))  # rowsum(dO∘O) = rowsum(P∘dP)
+    ds = p * (dp - delta[:, None])
+    dq = ds @ k.detach() * scale
+    dk = ds.T @ q.detach() * scale
+    torch.testing.assert_close(dv, v.grad)
+    torch.testing.assert_close(dq, q.grad)
+    torch.testing.assert_close(dk, k.grad)
+
+
+def forward_ranges(m0, block_m, block_n, s_q, s_k, causal):
+    """The forward kernel's loop bounds: unmasked keys [0, lo), masked [lo, hi), skipped [hi, S_k)."""
+    if not causal:
+        return s_k // block_n * block_n, s_k
+    shift = s_k - s_q
+    lo = max(m0 + shift + 1, 0) // block_n * block_n
+    hi = min(max(m0 + block_m + shift, 0), s_k)
+    return lo, hi
+
+
+@pytest.mark.parametrize("s_q, s_k", [(64, 64), (40, 100), (100, 40), (37, 53), (130, 130)])
+@pytest.mark.parametrize("block_m, block_n", [(16, 16), (32, 16), (16, 32)])
+def test_causal_loop_bounds_visit_every_visible_key_and_mask_only_where_needed(s_q, s_k, block_m, block_n):
+    mask = causal_mask(s_q, s_k)
+    for m0 in range(0, s_q, block_m):
+        rows = mask[m0:m0 + block_m]
+        lo, hi = forward_ranges(m0, block_m, block_n, s_q, s_k, True)
+        assert lo % block_n == 0 and lo <= hi <= s_k
+        assert rows[:, :lo].all(), "the unmasked loop must see only keys every row sees"
+        assert not rows[:, hi:].any(), "skipped blocks must be invisible to every row"
+        assert hi - lo <= block_m + block_n - 1, "the masked band is one diagonal, not the whole row"
+
+
+def test_flop_count():
+    B, H, S_q, S_k, D = 2, 3, 5, 7, 4
+    multiply_adds = B * H * (S_q * S_k * D + S_q * S_k * D)  # QKᵀ, then P·V
+    assert attention_flops(B, H, S_q, S_k, D) == 2 * multiply_adds
+    assert attention_flops(B, H, S_q, S_k, D, mode="bwd") == 5 / 2 * 2 * multiply_adds  # dV, dP, dQ, dK, + QKᵀ again
+    n = 64
+    visible = causal_mask(n, n).sum().item()
+    assert visible / (n * n) == pytest.approx(0.5, abs=1 / n)  # why causal counts half
