@@ -97,7 +97,7 @@ SWEEPS = [
     Sweep("D=128 full", x="S", shapes=_shapes((1024, 4096, 16384), 128, False), metric="compute",
           providers=["academy", *PEERS]),
     Sweep("D=128 causal", x="S", shapes=_shapes((1024, 4096, 16384), 128, True), metric="compute",
-          providers=["academy", *PEERS, "academy:flash", "academy:flash_tuned"]),
+          providers=["academy", *PEERS, "academy:flash"]),
     Sweep("short causal", x="S", shapes=_shapes((256,), 128, True), metric="compute",
           providers=["academy", *PEERS, "academy:naive", "academy:flash"]),
 ]

@@ -6,9 +6,9 @@
 ``flash``           FlashAttention-2: stream K and V in blocks with the online softmax, exp2,
                     causal loop split, masked blocks skipped; masked pointer loads, one
                     textbook 64×64 tile, no tuning
-``flash_tuned``     the same kernel, tile, warps and stages picked by ``@triton.autotune``
-``academy``         (the final op) the tuned kernel reading Q, K, V and writing O through
-                    tensor descriptors (TMA) on Hopper
+``academy``         (the final op) the same kernel autotuned (tile, warps, stages, warp
+                    specialisation), reading Q, K, V and writing O through tensor
+                    descriptors (TMA) on Hopper
 ==================  =====================================================================
 
 Every stage saves the same log2-domain log-sum-exp, so all of them share the
@@ -102,18 +102,10 @@ def flash_attention_untuned(q, k, v, causal: bool = False, sm_scale: float | Non
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
     forward = functools.partial(flash_forward, path="pointer", config=FIXED_FWD_CONFIG)
     return FlashAttention.apply(q, k, v, causal, scale, forward)
-
-
-def flash_attention_tuned(q, k, v, causal: bool = False, sm_scale: float | None = None) -> torch.Tensor:
-    """Stage 3: the same pointer kernel, autotuned."""
-    _check_inputs(q, k, v, causal, sm_scale)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
-    return FlashAttention.apply(q, k, v, causal, scale, functools.partial(flash_forward, path="pointer"))
 # --8<-- [end:flash_stages]
 
 
 STAGES = {
     "naive": naive_attention,
     "flash": flash_attention_untuned,
-    "flash_tuned": flash_attention_tuned,
 }
