@@ -1,0 +1,1 @@
+"""Low-bit weight matmul: int4/int8 weights packed in int32, dequantised in registers (forward only)."""

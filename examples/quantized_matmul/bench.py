@@ -1,0 +1,153 @@
+"""Benchmark spec for the low-bit weight matmul: decode (bandwidth) and prefill (compute) shapes.
+
+Weights (N, K) of a Llama-like layer: 8192 × 8192 and 14336 × 4096 (K = 4096),
+int4 and int8 codes with one fp16 scale and zero point per 128 inputs.
+
+* ``int<b> decode K=…``: M ∈ {1, 16} tokens. The metric is GB/s on the
+  bytes a quantised call must move (packed codes, scales, zeros, x and the
+  output) against the copy ceiling. cuBLAS reads 4× (int4) or 2× (int8) more
+  bytes for the same rows, so its "GB/s" here is the speed it delivers on
+  the quantised problem, not the bandwidth it draws.
+* ``int<b> prefill K=…``: M ∈ {128, 1024, 4096}: TFLOP/s (2·M·N·K) against the
+  matmul ceiling.
+
+Providers: ours (the dispatch), cuBLAS on the same weight dequantised to
+fp16 (``x @ W.T``: what the quantised model replaces), GemLite's A16W4/A16W8
+layer at its default settings (when installed), our two kernels forced
+(``academy:gemv``, ``academy:dot``) and, on prefill shapes, the materialising
+alternative ``academy:dequant_cublas`` (dequantise the whole weight to fp16,
+then cuBLAS). Forward only; every provider is checked
+against ``x @ dequantize(W).T`` in fp32 before it is timed.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+
+from academy.bench.spec import BenchSpec, Case, Sweep
+from academy.testing import random_tensor
+from examples.quantized_matmul.exercises import dequantize_to
+from examples.quantized_matmul.kernel import (
+    QuantizedWeight, decode_bytes, dequantize, quantize, quantized_matmul, unpack,
+)
+
+WEIGHTS = ((8192, 8192), (4096, 14336))  # (K, N)
+GROUP = 128
+DECODE_M = (1, 16)
+PREFILL_M = (128, 1024, 4096)
+
+
+def make_inputs(case: Case, device: str) -> tuple[torch.Tensor, ...]:
+    """x, the packed weight's three tensors, and the same weight dequantised to x's dtype (for cuBLAS)."""
+    M, N, K, bits = (case.params[k] for k in ("M", "N", "K", "bits"))
+    w = random_tensor((N, K), torch.float32, device=device, scale=K**-0.5)
+    packed = quantize(w.to(case.dtype), bits, case.params["group"])
+    dense = dequantize(packed).to(case.dtype)
+    return random_tensor((M, K), case.dtype, device=device), packed.data, packed.scales, packed.zeros, dense
+
+
+def as_packed(data, scales, zeros, dense) -> QuantizedWeight:
+    """The bench's tensors back in a QuantizedWeight (bits and group size follow from the shapes)."""
+    N, K = dense.shape
+    return QuantizedWeight(data, scales, zeros, bits=32 * data.shape[0] // K, group_size=K // scales.shape[0],
+                           shape=(N, K))
+
+
+def reference(x, data, scales, zeros, dense) -> torch.Tensor:
+    return (x.float() @ dequantize(as_packed(data, scales, zeros, dense)).T).to(x.dtype)
+
+
+# --8<-- [start:work]
+def work(case: Case) -> float:
+    """Bandwidth sweeps: the bytes of the packed codes, the scales and zeros, x and the output.
+    Compute sweeps: 2·M·N·K FLOPs."""
+    M, N, K, bits, group = (case.params[k] for k in ("M", "N", "K", "bits", "group"))
+    if case.metric == "compute":
+        return 2.0 * M * N * K
+    return float(decode_bytes(M, N, K, bits, group))
+# --8<-- [end:work]
+
+
+def ours(path: str = "auto"):
+    def op(x, data, scales, zeros, dense):
+        return quantized_matmul(x, as_packed(data, scales, zeros, dense), path=path)
+    return op
+
+
+def cublas(x, data, scales, zeros, dense):
+    return x @ dense.T
+
+
+def dequantize_then_cublas(x, data, scales, zeros, dense):
+    """The materialising alternative: write the fp16 weight once (exercise 3), then one cuBLAS call."""
+    return x @ dequantize_to(as_packed(data, scales, zeros, dense), x.dtype).T
+
+
+def gemlite_peer():
+    """GemLite's ``GemLiteLinear`` (A16W4 / A16W8, default settings), packed once per weight copy;
+    ``None`` where gemlite or a GPU is missing."""
+    try:
+        from gemlite import DType, GemLiteLinear
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    layers: dict[int, tuple[weakref.ref, torch.nn.Module]] = {}
+
+    def op(x, data, scales, zeros, dense):
+        hit = layers.get(data.data_ptr())
+        if hit is None or hit[0]() is not data:  # a freed tensor's address may be reused
+            packed = as_packed(data, scales, zeros, dense)
+            (N, K), dtype = packed.shape, {torch.float16: DType.FP16, torch.bfloat16: DType.BF16}[x.dtype]
+            layer = GemLiteLinear(packed.bits, group_size=packed.group_size, in_features=K, out_features=N,
+                                  input_dtype=dtype, output_dtype=dtype)
+            codes = unpack(data, packed.bits).to(torch.uint8).contiguous()  # (N, K), GemLite packs them its own way
+            layer.pack(codes, scales.T.contiguous(), zeros.T.contiguous(), None)  # w = (q − z)·s, as ours
+            hit = layers[data.data_ptr()] = (weakref.ref(data), layer)
+        return hit[1](x)
+
+    return op
+
+
+def _sweeps() -> list[Sweep]:
+    sweeps = []
+    for bits in (4, 8):
+        for K, N in WEIGHTS:
+            for kind, ms, metric, variants in (
+                ("decode", DECODE_M, "bandwidth", ["academy:gemv", "academy:dot"]),
+                ("prefill", PREFILL_M, "compute", ["academy:dequant_cublas"]),
+            ):
+                sweeps.append(Sweep(
+                    f"int{bits} {kind} K={K}", x="M",
+                    shapes=[{"M": m, "N": N, "K": K, "bits": bits, "group": GROUP} for m in ms],
+                    metric=metric, providers=["academy", "cublas", "gemlite", *variants],
+                ))
+    return sweeps
+
+
+SPEC = BenchSpec(
+    slug="quantized_matmul",
+    metric="bandwidth",
+    sweeps=_sweeps(),
+    dtypes=[torch.float16],
+    modes=["fwd"],
+    make_inputs=make_inputs,
+    work=work,
+    reference=reference,
+    providers={
+        "academy": lambda: ours(),
+        "cublas": lambda: cublas,
+        "gemlite": gemlite_peer,
+        "academy:gemv": lambda: ours("gemv"),
+        "academy:dot": lambda: ours("dot"),
+        "academy:dequant_cublas": lambda: dequantize_then_cublas,
+    },
+    headline=[
+        ("fwd", {"M": 1, "N": 8192, "K": 8192, "bits": 4, "group": GROUP}, "float16"),
+        ("fwd", {"M": 16, "N": 14336, "K": 4096, "bits": 4, "group": GROUP}, "float16"),
+        ("fwd", {"M": 1, "N": 8192, "K": 8192, "bits": 8, "group": GROUP}, "float16"),
+        ("fwd", {"M": 4096, "N": 8192, "K": 8192, "bits": 4, "group": GROUP}, "float16"),
+    ],
+)

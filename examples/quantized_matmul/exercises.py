@@ -1,0 +1,116 @@
+"""Answers to the low-bit weight matmul chapter's exercises.
+
+* ``locate(k, bits)``: which int32 word and which bit hold code ``k`` of a row.
+* ``quantized_matmul_atomic(x, packed, split_k)``: split-K whose slices add
+  their fp32 partial sums into one zeroed buffer with ``tl.atomic_add``.
+* ``dequantize_to(packed, dtype)``: a Triton kernel that writes the dense
+  weight once, for the prefill alternative "dequantise, then cuBLAS".
+
+``tests/test_exercises_quantized_matmul.py`` checks them against float64 PyTorch.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from academy import INTERPRETED
+from examples.quantized_matmul.kernel import (
+    QuantizedWeight, _check_inputs, dequantize_tile,
+)
+
+
+# --8<-- [start:locate]
+def locate(k: int, bits: int) -> tuple[int, int]:
+    """(word, bit) of code ``k`` in a packed row: word ``k // eps``, bit ``(k % eps)·bits``."""
+    eps = 32 // bits
+    return k // eps, (k % eps) * bits
+# --8<-- [end:locate]
+
+
+# --8<-- [start:split_k_atomic]
+@triton.jit
+def qmm_atomic_kernel(
+    x_ptr, data_ptr, s_ptr, z_ptr, acc_ptr, M, N, K, K_PER_SPLIT, stride_xm,
+    BITS: tl.constexpr, GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr, UPCAST: tl.constexpr,
+):
+    EPS: tl.constexpr = 32 // BITS
+    WORDS: tl.constexpr = BLOCK_K // EPS
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    safe_cols = cols % N
+    k_begin = tl.program_id(2) * K_PER_SPLIT
+    k_end = tl.minimum(K, k_begin + K_PER_SPLIT)
+    ks = tl.arange(0, BLOCK_K)
+    words = tl.arange(0, WORDS)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k_start in range(k_begin, k_end, BLOCK_K):
+        packed = tl.load(data_ptr + (k_start // EPS + words).to(tl.int64)[:, None] * N + safe_cols[None, :],
+                         mask=(k_start + words * EPS < k_end)[:, None], other=0)
+        x = tl.load(x_ptr + (rows % M).to(tl.int64)[:, None] * stride_xm + (k_start + ks)[None, :],
+                    mask=(k_start + ks < k_end)[None, :], other=0.0)
+        s = tl.load(s_ptr + (k_start // GROUP) * N + safe_cols).to(tl.float32)
+        z = tl.load(z_ptr + (k_start // GROUP) * N + safe_cols).to(tl.float32)
+        w = tl.reshape(dequantize_tile(packed, s, z, BITS, True), (BLOCK_K, BLOCK_N))
+        if UPCAST:
+            acc = tl.dot(x.to(tl.float32), w, acc, input_precision="ieee")
+        else:
+            acc = tl.dot(x, w.to(x_ptr.dtype.element_ty), acc)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    tl.atomic_add(acc_ptr + rows.to(tl.int64)[:, None] * N + cols[None, :], acc, mask=mask)  # any order
+
+
+def quantized_matmul_atomic(x: torch.Tensor, packed: QuantizedWeight, split_k: int = 4) -> torch.Tensor:
+    """``x @ dequantize(packed).T`` with K cut into ``split_k`` slices added by fp32 atomics."""
+    _check_inputs(x, packed, "auto")
+    if isinstance(split_k, bool) or not isinstance(split_k, int) or split_k < 1:
+        raise ValueError(f"split_k must be a positive int, got {split_k!r}")
+    x = x.contiguous()
+    (M, K), N = x.shape, packed.shape[0]
+    acc = torch.zeros((M, N), dtype=torch.float32, device=x.device)  # atomics add into zeros
+    block_m, block_n = (16, 16) if INTERPRETED else (16, 128)
+    block_k = 32 if INTERPRETED or packed.per_channel else min(128, packed.group_size)
+    k_per_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
+    grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n), triton.cdiv(K, k_per_split))
+    qmm_atomic_kernel[grid](x, packed.data, packed.scales, packed.zeros, acc, M, N, K, k_per_split, x.stride(0),
+                            BITS=packed.bits, GROUP=packed.group_size, BLOCK_M=block_m, BLOCK_N=block_n,
+                            BLOCK_K=block_k, UPCAST=INTERPRETED)
+    return acc.to(x.dtype)
+# --8<-- [end:split_k_atomic]
+
+
+# --8<-- [start:dequantize_kernel]
+@triton.jit
+def dequantize_kernel(data_ptr, s_ptr, z_ptr, out_ptr, N, K,
+                      BITS: tl.constexpr, GROUP: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    EPS: tl.constexpr = 32 // BITS
+    WORDS: tl.constexpr = BLOCK_K // EPS
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    k_start = tl.program_id(1) * BLOCK_K
+    words = tl.arange(0, WORDS)
+    in_bounds = (k_start + words * EPS < K)[:, None] & (cols < N)[None, :]
+    packed = tl.load(data_ptr + (k_start // EPS + words).to(tl.int64)[:, None] * N + cols[None, :],
+                     mask=in_bounds, other=0)
+    s = tl.load(s_ptr + (k_start // GROUP) * N + cols, mask=cols < N, other=1.0).to(tl.float32)
+    z = tl.load(z_ptr + (k_start // GROUP) * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+    w = dequantize_tile(packed, s, z, BITS, True)  # (WORDS, EPS, BLOCK_N): the matmul kernels' own helper
+    ks = k_start + words[:, None] * EPS + tl.arange(0, EPS)[None, :]
+    tl.store(out_ptr + cols.to(tl.int64)[None, None, :] * K + ks[:, :, None], w.to(out_ptr.dtype.element_ty),
+             mask=(ks < K)[:, :, None] & (cols < N)[None, None, :])
+
+
+def dequantize_to(packed: QuantizedWeight, dtype: torch.dtype = torch.float16) -> torch.Tensor:
+    """The dense (N, K) weight in ``dtype``, written once by a Triton kernel."""
+    if dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"dtype must be fp16, bf16 or fp32, got {dtype}")
+    (N, K), device = packed.shape, packed.data.device
+    out = torch.empty((N, K), dtype=dtype, device=device)
+    block_n = 16 if INTERPRETED else 64
+    block_k = 128 if packed.per_channel else min(128, packed.group_size)
+    grid = (triton.cdiv(N, block_n), triton.cdiv(K, block_k))
+    dequantize_kernel[grid](packed.data, packed.scales, packed.zeros, out, N, K, BITS=packed.bits,
+                            GROUP=packed.group_size, BLOCK_N=block_n, BLOCK_K=block_k)
+    return out
+# --8<-- [end:dequantize_kernel]

@@ -1,0 +1,505 @@
+"""Low-bit weight matmul: ``y = x @ dequantize(W).T`` with int4 or int8 weights (forward only).
+
+``quantize(w, bits=4, group_size=128, symmetric=False)`` turns a float weight
+``w`` of shape (N, K) (an ``nn.Linear`` weight: N outputs, K inputs) into a
+:class:`QuantizedWeight`: unsigned integer codes ``q`` packed eight (int4) or
+four (int8) to an int32 along K, and one scale ``s`` and zero point ``z`` per
+group of ``group_size`` consecutive inputs of a row (``None`` or ``-1``: one
+group per row, "per channel"), such that ``w ≈ (q − z)·s``.
+
+``quantized_matmul(x, packed)`` multiplies fp16 or bf16 activations ``x`` of
+shape (M, K) by the dequantised weight without ever writing it to memory:
+each kernel loads packed int32 words, unpacks and dequantises them in
+registers, and accumulates in fp32. Two kernels, one launcher:
+
+* :func:`qgemv_kernel`: CUDA cores, one activation row per program, each
+  thread owning output columns and walking K, for M = 1 (decode), where the
+  packed weight read is the whole cost.
+* :func:`qmm_kernel`: tensor cores (``tl.dot``) on ``x`` tiles and
+  dequantised weight tiles, for M > 1. Split-K (fp32 partials and a second,
+  deterministic reduction pass) when the output has too few tiles to fill the GPU.
+
+The packed weight is stored transposed, ``(K/8, N)`` words for int4, so that
+both kernels read it along N in wide coalesced loads (the layout the tuning
+sweep measured fastest for decode).
+
+Run this file (``python -m examples.quantized_matmul.kernel``) for a quick check.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from academy import DEVICE, INTERPRETED
+from academy.validation import check_tensor
+from examples.tiled_matmul.kernel import grouped_tile
+
+BITS = (4, 8)
+ACTIVATION_DTYPES = (torch.float16, torch.bfloat16)
+WEIGHT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+PATHS = ("auto", "gemv", "dot")
+MIN_GROUP = 16
+"""Smallest group: one ``tl.dot`` step (16 deep) never straddles two groups."""
+MAX_COORD = 2**31 - 1
+
+
+# --8<-- [start:packed_weight]
+@dataclass(frozen=True)
+class QuantizedWeight:
+    """A weight of shape ``(N, K)`` stored as ``w ≈ (q − z)·s``, transposed and packed along K.
+
+    ``data``: int32 ``(K // elements_per_sample, N)``; code ``q[n, k]`` sits in
+    ``data[k // elements_per_sample, n]`` at bit ``(k % elements_per_sample)·bits``.
+    ``scales``, ``zeros``: ``(K // group_size, N)``, float; ``zeros`` hold integers.
+    Every row of the three tensors runs along N, the direction a kernel reads contiguously.
+    """
+
+    data: torch.Tensor
+    scales: torch.Tensor
+    zeros: torch.Tensor
+    bits: int
+    group_size: int
+    shape: tuple[int, int]
+
+    @property
+    def elements_per_sample(self) -> int:
+        """Codes per int32 word: 8 for int4, 4 for int8."""
+        return 32 // self.bits
+
+    @property
+    def per_channel(self) -> bool:
+        return self.group_size == self.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        """What a matmul reads for the weight: packed codes, scales and zeros."""
+        return sum(t.numel() * t.element_size() for t in (self.data, self.scales, self.zeros))
+# --8<-- [end:packed_weight]
+
+
+def _check_quantize_args(w, bits, group_size) -> int:
+    if not isinstance(w, torch.Tensor) or w.dtype not in WEIGHT_DTYPES:
+        raise TypeError(f"w must be a float tensor of dtype {WEIGHT_DTYPES}, got "
+                        f"{getattr(w, 'dtype', type(w).__name__)}")
+    if w.dim() != 2 or w.numel() == 0:
+        raise ValueError(f"w must be a non-empty 2-D (N, K) weight, got shape {tuple(w.shape)}")
+    if isinstance(bits, bool) or bits not in BITS:
+        raise ValueError(f"bits must be 4 or 8, got {bits!r}")
+    N, K = w.shape
+    eps = 32 // bits
+    if group_size is None or group_size == -1:
+        if K % eps:
+            raise ValueError(f"K = {K} must be a multiple of {eps} to pack {bits}-bit codes {eps} to an int32")
+        return K
+    if isinstance(group_size, bool) or not isinstance(group_size, int):
+        raise TypeError(f"group_size must be an int, None or -1, got {group_size!r}")
+    if group_size < MIN_GROUP or group_size & (group_size - 1):
+        raise ValueError(f"group_size must be a power of two >= {MIN_GROUP} (or None/-1 for per channel), got {group_size}")
+    if K % group_size:
+        raise ValueError(f"K = {K} is not a multiple of group_size = {group_size}: "
+                         f"pad the weight's K or pick a group size that divides it")
+    return group_size
+
+
+# --8<-- [start:quantize]
+def _round_up_to(s: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``s`` (float64, > 0) stored in ``dtype``, rounded up, never down: no code may leave its range."""
+    stored = s.to(dtype)
+    below = stored.double() < s
+    if dtype == torch.float32:
+        bumped = torch.nextafter(stored, torch.full_like(stored, math.inf))
+    else:
+        bumped = (stored.view(torch.int16) + 1).view(dtype)  # the next value up, for a positive number
+    return torch.where(below, bumped, stored)
+
+
+def quantize(w: torch.Tensor, bits: int = 4, group_size: int | None = 128, symmetric: bool = False) -> QuantizedWeight:
+    """Round ``w`` (N, K) to ``bits``-bit codes with one scale and zero point per group.
+
+    Asymmetric (default): each group's range ``[min(w, 0), max(w, 0)]`` is cut
+    into ``2^bits − 1`` steps of size ``s``, and ``z`` is the code of 0.
+    Symmetric: ``s = max|w| / (2^(bits−1) − 1)`` and ``z = 2^(bits−1)`` fixed.
+    Scales and zeros are stored in ``w``'s dtype. Runs on any device (plain PyTorch).
+    """
+    group = _check_quantize_args(w, bits, group_size)
+    N, K = w.shape
+    qmax = 2**bits - 1
+    wg = w.double().reshape(N, K // group, group)  # float64: the only rounding is the one we choose
+    if symmetric:
+        half = 2 ** (bits - 1)
+        s = wg.abs().amax(dim=-1) / (half - 1)
+    else:
+        lo, hi = wg.amin(dim=-1).clamp(max=0), wg.amax(dim=-1).clamp(min=0)  # (1)!
+        s = (hi - lo) / qmax
+    s = torch.where(s > 0, s, torch.ones_like(s))  # an all-zero group: any scale is exact
+    scales = _round_up_to(s, w.dtype)  # (2)!
+    s = scales.double()
+    if symmetric:
+        z = torch.full_like(s, 2 ** (bits - 1))
+    else:
+        z = torch.round(-lo / s).clamp(0, qmax)  # (3)!
+    q = torch.clamp(torch.round(wg / s[..., None]) + z[..., None], 0, qmax).to(torch.int64).reshape(N, K)
+    return QuantizedWeight(pack(q, bits), scales.T.contiguous(), z.to(scales.dtype).T.contiguous(), bits, group, (N, K))
+
+
+def pack(q: torch.Tensor, bits: int) -> torch.Tensor:
+    """Codes ``q`` (N, K) in ``[0, 2^bits)`` → int32 words (K·bits/32, N): code k of column n at bit (k % eps)·bits."""
+    eps = 32 // bits
+    shifts = torch.arange(eps, device=q.device, dtype=torch.int64)[:, None] * bits
+    words = (q.T.to(torch.int64).reshape(-1, eps, q.shape[0]) << shifts).sum(dim=1)  # (4)!
+    return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+
+
+def unpack(data: torch.Tensor, bits: int) -> torch.Tensor:
+    """The inverse of :func:`pack`: int32 words (K/eps, N) → codes (N, K), int32 in ``[0, 2^bits)``."""
+    eps = 32 // bits
+    shifts = torch.arange(eps, device=data.device, dtype=torch.int32)[:, None] * bits
+    codes = (data[:, None, :] >> shifts) & (2**bits - 1)  # (5)!
+    return codes.reshape(-1, data.shape[1]).T
+
+
+def dequantize(packed: QuantizedWeight) -> torch.Tensor:
+    """``(q − z)·s`` as float32 (N, K): exact, since (q − z) has at most 9 bits and s at most 24."""
+    N, K = packed.shape
+    q = unpack(packed.data, packed.bits).float().reshape(N, K // packed.group_size, packed.group_size)
+    w = (q - packed.zeros.T.float()[..., None]) * packed.scales.T.float()[..., None]
+    return w.reshape(N, K)
+# --8<-- [end:quantize]
+
+
+# --8<-- [start:reference]
+def reference(x: torch.Tensor, packed: QuantizedWeight) -> torch.Tensor:
+    """``x @ dequantize(packed).T`` by PyTorch in fp32, returned in ``x``'s dtype."""
+    return (x.float() @ dequantize(packed).to(x.device).T).to(x.dtype)
+# --8<-- [end:reference]
+
+
+# --8<-- [start:unpack_tile]
+@triton.jit
+def dequantize_tile(packed, s, z, BITS: tl.constexpr, SCALE: tl.constexpr):
+    """int32 words (W, C) → float32 weights (W, 32 // BITS, C): ``(q − z)·s``, s and z per column.
+
+    No int-to-float conversion instruction: the code is OR-ed into the
+    mantissa of 2²³ and 2²³ + z is subtracted, two cheap exact operations.
+    """
+    EPS: tl.constexpr = 32 // BITS
+    shifts = tl.arange(0, EPS) * BITS
+    q = (packed[:, None, :] >> shifts[None, :, None]) & ((1 << BITS) - 1)  # (1)!
+    v = (q | 0x4B000000).to(tl.float32, bitcast=True)  # (2)!
+    w = v - (z + 8388608.0)[None, None, :]  # (3)!
+    if SCALE:
+        w = w * s[None, None, :]  # (4)!
+    return w
+# --8<-- [end:unpack_tile]
+
+
+# --8<-- [start:gemv_kernel]
+@triton.jit
+def qgemv_kernel(
+    x_ptr, data_ptr, s_ptr, z_ptr, out_ptr,
+    M, N, K, K_PER_SPLIT,
+    stride_xm, stride_dk, stride_sg, stride_os, stride_om,
+    BITS: tl.constexpr, GROUP: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr,
+):
+    EPS: tl.constexpr = 32 // BITS
+    WORDS: tl.constexpr = BLOCK_K // EPS
+    pid_n = tl.program_id(0)
+    split = tl.program_id(1)
+    m = tl.program_id(2)  # (1)!
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    safe_cols = cols % N  # every load in bounds; the store is masked
+    words = tl.arange(0, WORDS)
+    lanes = tl.arange(0, EPS)
+    k_begin = split * K_PER_SPLIT
+    k_end = tl.minimum(K, k_begin + K_PER_SPLIT)
+    d_ptrs = data_ptr + (k_begin // EPS + words).to(tl.int64)[:, None] * stride_dk + safe_cols[None, :]  # (2)!
+    x_ptrs = x_ptr + m.to(tl.int64) * stride_xm + k_begin + words[:, None] * EPS + lanes[None, :]
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for k_start in range(k_begin, k_end, BLOCK_K):
+        if EVEN_K:
+            packed = tl.load(d_ptrs)
+            x = tl.load(x_ptrs).to(tl.float32)
+        else:
+            in_k = k_start + words * EPS < k_end
+            packed = tl.load(d_ptrs, mask=in_k[:, None], other=0)
+            x = tl.load(x_ptrs, mask=in_k[:, None], other=0.0).to(tl.float32)  # (3)!
+        group = k_start // GROUP  # (4)!
+        s = tl.load(s_ptr + group * stride_sg + safe_cols).to(tl.float32)
+        z = tl.load(z_ptr + group * stride_sg + safe_cols).to(tl.float32)
+        w = dequantize_tile(packed, s, z, BITS, False)
+        acc += s * tl.sum(tl.sum(w * x[:, :, None], axis=0), axis=0)  # (5)!
+        d_ptrs += WORDS * stride_dk
+        x_ptrs += BLOCK_K
+    out_ptrs = out_ptr + split.to(tl.int64) * stride_os + m.to(tl.int64) * stride_om + cols
+    if SPLIT_K == 1:
+        tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=cols < N)  # (6)!
+    else:
+        tl.store(out_ptrs, acc, mask=cols < N)
+# --8<-- [end:gemv_kernel]
+
+
+# --8<-- [start:mm_kernel]
+@triton.jit
+def qmm_kernel(
+    x_ptr, data_ptr, s_ptr, z_ptr, out_ptr,
+    M, N, K, K_PER_SPLIT,
+    stride_xm, stride_dk, stride_sg, stride_os, stride_om,
+    BITS: tl.constexpr, GROUP: tl.constexpr, PER_CHANNEL: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+    SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, UPCAST: tl.constexpr,
+):
+    EPS: tl.constexpr = 32 // BITS
+    WORDS: tl.constexpr = BLOCK_K // EPS
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_SIZE_M)
+    split = tl.program_id(1)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    safe_cols = cols % N
+    ks = tl.arange(0, BLOCK_K)
+    words = tl.arange(0, WORDS)
+    k_begin = split * K_PER_SPLIT
+    k_end = tl.minimum(K, k_begin + K_PER_SPLIT)
+    x_ptrs = x_ptr + (rows % M).to(tl.int64)[:, None] * stride_xm + (k_begin + ks)[None, :]
+    d_ptrs = data_ptr + (k_begin // EPS + words).to(tl.int64)[:, None] * stride_dk + safe_cols[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k_start in range(k_begin, k_end, BLOCK_K):
+        if EVEN_K:
+            packed = tl.load(d_ptrs)
+            x = tl.load(x_ptrs)
+        else:
+            packed = tl.load(d_ptrs, mask=(k_start + words * EPS < k_end)[:, None], other=0)
+            x = tl.load(x_ptrs, mask=(k_start + ks < k_end)[None, :], other=0.0)  # (1)!
+        group = k_start // GROUP
+        s = tl.load(s_ptr + group * stride_sg + safe_cols).to(tl.float32)
+        z = tl.load(z_ptr + group * stride_sg + safe_cols).to(tl.float32)
+        w = dequantize_tile(packed, s, z, BITS, not PER_CHANNEL)  # (2)!
+        w = tl.reshape(w, (BLOCK_K, BLOCK_N))  # (3)!
+        if UPCAST:  # the interpreter's bf16 arithmetic is wrong: compute in fp32 there
+            acc = tl.dot(x.to(tl.float32), w, acc, input_precision="ieee")
+        else:
+            acc = tl.dot(x, w.to(x_ptr.dtype.element_ty), acc)  # (4)!
+        d_ptrs += WORDS * stride_dk
+        x_ptrs += BLOCK_K
+    if PER_CHANNEL:
+        acc *= tl.load(s_ptr + safe_cols).to(tl.float32)[None, :]  # (5)!
+    out_ptrs = out_ptr + split.to(tl.int64) * stride_os + rows.to(tl.int64)[:, None] * stride_om + cols[None, :]
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    if SPLIT_K == 1:
+        tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)  # (6)!
+    else:
+        tl.store(out_ptrs, acc, mask=mask)
+
+
+@triton.jit
+def split_k_sum_kernel(partials_ptr, out_ptr, numel, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    """The second pass of split-K: add the fp32 partial sums in a fixed order, round once."""
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < numel
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for split in tl.static_range(SPLIT_K):  # (7)!
+        total += tl.load(partials_ptr + split * numel + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)
+# --8<-- [end:mm_kernel]
+
+
+# --8<-- [start:configs]
+@functools.cache
+def num_sms() -> int:
+    if INTERPRETED:
+        return 4  # a small "GPU": interpreter grids stay short
+    return torch.cuda.get_device_properties(0).multi_processor_count
+
+
+GEMV_MAX_M = 1
+"""Largest M sent to the CUDA-core GEMV kernel; above it the tensor cores win."""
+GEMV_CONFIG = dict(BLOCK_N=128, BLOCK_K=64, SPLIT_K=0, num_warps=4, num_stages=3)
+MM_CONFIGS = {  # by M: the first row whose bound is >= M
+    16: dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, SPLIT_K=4, num_warps=4, num_stages=4),
+    64: dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=4, num_stages=4),
+    256: dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=8, num_stages=4),
+    MAX_COORD: dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=1, num_warps=8, num_stages=3),
+}
+
+
+def _fit_block_k(cfg: dict, packed: QuantizedWeight) -> dict:
+    """A K step never straddles two groups: BLOCK_K <= group_size (both powers of two)."""
+    if not packed.per_channel:
+        cfg["BLOCK_K"] = min(cfg["BLOCK_K"], packed.group_size)
+    return cfg
+
+
+def _pick_split(cfg: dict, programs: int, K: int) -> dict:
+    """SPLIT_K = 0: double the K slices until the programs cover the SMs twice, keeping 4+ steps per slice."""
+    if cfg["SPLIT_K"] == 0:
+        split = 1
+        while programs * split < 2 * num_sms() and K // (2 * split) >= 4 * cfg["BLOCK_K"]:  # (1)!
+            split *= 2
+        cfg["SPLIT_K"] = split
+    return cfg
+
+
+def gemv_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict | None = None) -> dict:
+    cfg = dict(GEMV_CONFIG)
+    if INTERPRETED:
+        cfg.update(BLOCK_N=16, BLOCK_K=32)
+    cfg.update(overrides or {})
+    cfg = _fit_block_k(cfg, packed)
+    return _pick_split(cfg, triton.cdiv(N, cfg["BLOCK_N"]) * M, K)
+
+
+def mm_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict | None = None) -> dict:
+    cfg = dict(next(c for bound, c in MM_CONFIGS.items() if M <= bound))
+    if INTERPRETED:
+        cfg.update(BLOCK_M=16, BLOCK_N=16, BLOCK_K=32, num_stages=1)
+    cfg.update(overrides or {})
+    cfg = _fit_block_k(cfg, packed)
+    return _pick_split(cfg, triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]), K)
+# --8<-- [end:configs]
+
+
+# --8<-- [start:launcher]
+def _check_inputs(x, packed, path) -> None:
+    check_tensor("x", x, ACTIVATION_DTYPES)
+    if not isinstance(packed, QuantizedWeight):
+        raise TypeError(f"packed must be a QuantizedWeight (from quantize), got {type(packed).__name__}")
+    if x.dim() != 2:
+        raise ValueError(f"x must be a 2-D (M, K) matrix, got shape {tuple(x.shape)}")
+    N, K = packed.shape
+    if x.shape[1] != K:
+        raise ValueError(f"x has K = {x.shape[1]} columns but the weight is {N}×{K}")
+    for name in ("data", "scales", "zeros"):
+        t = getattr(packed, name)
+        if t.device != x.device:
+            raise ValueError(f"packed.{name} is on {t.device}, x on {x.device}")
+        if not t.is_contiguous():
+            raise ValueError(f"packed.{name} must be contiguous")
+    if packed.data.dtype != torch.int32 or packed.data.shape != (K // packed.elements_per_sample, N):
+        raise ValueError(f"packed.data must be int32 {(K // packed.elements_per_sample, N)}, "
+                         f"got {packed.data.dtype} {tuple(packed.data.shape)}")
+    if packed.scales.shape != (K // packed.group_size, N) or packed.zeros.shape != packed.scales.shape:
+        raise ValueError(f"scales and zeros must be {(K // packed.group_size, N)}")
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+    if max(x.shape[0], N, K) > MAX_COORD // 2:
+        raise ValueError(f"a dimension exceeds 2**30 ({tuple(x.shape)} @ {packed.shape}): indices are int32")
+
+
+def choose_path(M: int) -> str:
+    """The dispatch rule: the CUDA-core GEMV for single rows, the tensor-core kernel above."""
+    return "gemv" if M <= GEMV_MAX_M else "dot"
+
+
+def _k_slices(K: int, cfg: dict) -> tuple[int, int]:
+    """(K per slice, number of slices): slices are whole K steps, so only the last one is ragged."""
+    k_per_split = triton.cdiv(triton.cdiv(K, cfg["SPLIT_K"]), cfg["BLOCK_K"]) * cfg["BLOCK_K"]
+    return k_per_split, triton.cdiv(K, k_per_split)
+
+
+def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "auto",
+                     config: dict | None = None) -> torch.Tensor:
+    """``x @ dequantize(packed).T`` for fp16/bf16 ``x`` (M, K): a new (M, N) tensor in ``x``'s dtype.
+
+    ``path``: ``"auto"`` (:func:`choose_path`), ``"gemv"`` or ``"dot"`` to force
+    one kernel; ``config`` overrides entries of its config (the tuning sweep uses both).
+    """
+    _check_inputs(x, packed, path)
+    x = x if x.stride(1) == 1 else x.contiguous()  # (1)!
+    (M, K), N = x.shape, packed.shape[0]
+    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    if M == 0:
+        return out
+    path = choose_path(M) if path == "auto" else path
+    if path == "gemv":
+        cfg = gemv_config(M, N, K, packed, config)
+        grid_mn = (triton.cdiv(N, cfg["BLOCK_N"]), M)
+    else:
+        cfg = mm_config(M, N, K, packed, config)
+        grid_mn = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
+    k_per_split, split = _k_slices(K, cfg)
+    target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)  # (2)!
+    common = dict(BITS=packed.bits, GROUP=packed.group_size, BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"],
+                  SPLIT_K=split, EVEN_K=K % cfg["BLOCK_K"] == 0 and k_per_split % cfg["BLOCK_K"] == 0,
+                  num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+    args = (x, packed.data, packed.scales, packed.zeros, target, M, N, K, k_per_split,
+            x.stride(0), N, N, M * N, N)
+    if path == "gemv":
+        qgemv_kernel[(grid_mn[0], split, M)](*args, **common)
+    else:
+        qmm_kernel[(grid_mn[0], split)](*args, PER_CHANNEL=packed.per_channel, BLOCK_M=cfg["BLOCK_M"],
+                                         GROUP_SIZE_M=cfg["GROUP_SIZE_M"], UPCAST=INTERPRETED, **common)
+    if split > 1:
+        block = 1024
+        split_k_sum_kernel[(triton.cdiv(M * N, block),)](target, out, M * N, SPLIT_K=split, BLOCK=block)  # (3)!
+    return out
+# --8<-- [end:launcher]
+
+
+# --8<-- [start:error_bound]
+UNIT_ROUNDOFF = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 2.0**-24}
+
+
+def kernel_error_bound(x: torch.Tensor, packed: QuantizedWeight, dtype: torch.dtype) -> torch.Tensor:
+    """Per-element bound on |kernel − x·dequantize(W)ᵀ| (float64, (M, N)).
+
+    The dequantised weight is exact in fp32 and rounded once to the
+    activations' dtype before the tensor-core dot (relative error u each);
+    the fp32 accumulation adds at most (K/16 + 16)·2⁻²² relative to Σ|x·w|
+    (tensor cores add 16 products per step, with truncation); the output is
+    rounded once (u relative to |y|).
+    """
+    u = UNIT_ROUNDOFF[dtype]
+    w = dequantize(packed).double().to(x.device)
+    x64 = x.double()
+    magnitude = x64.abs() @ w.abs().T  # Σ_k |x_k w_k|
+    K = packed.shape[1]
+    accumulation = (K / 16 + 16) * 2.0**-22
+    return (u + accumulation) * magnitude + u * (x64 @ w.T).abs()
+
+
+def quantization_error_bound(x: torch.Tensor, packed: QuantizedWeight) -> torch.Tensor:
+    """Worst case of |x·dequantize(W)ᵀ − x·Wᵀ| (M, N): every weight off by at most s/2, all errors aligned."""
+    N, K = packed.shape
+    half_step = (packed.scales.double() / 2).repeat_interleave(packed.group_size, dim=0).to(x.device)  # (K, N)
+    return x.double().abs() @ half_step
+
+
+def quantization_error_rms(x: torch.Tensor, packed: QuantizedWeight) -> torch.Tensor:
+    """Expected RMS of the same error when rounding errors are independent and uniform on [−s/2, s/2]:
+    sqrt(Σ_k x_k² s_k² / 12), which grows as √K."""
+    step2 = (packed.scales.double() ** 2).repeat_interleave(packed.group_size, dim=0).to(x.device)
+    return torch.sqrt((x.double() ** 2) @ step2 / 12)
+# --8<-- [end:error_bound]
+
+
+# --8<-- [start:roofline]
+def decode_bytes(M: int, N: int, K: int, bits: int, group_size: int, act_size: int = 2, meta_size: int = 2) -> int:
+    """Minimal traffic of one call: packed codes, scales and zeros, x (M·K) and the output (M·N)."""
+    return N * K * bits // 8 + 2 * N * (K // group_size) * meta_size + (M * K + M * N) * act_size
+
+
+def speedup_bound(M: int, N: int, K: int, bits: int, group_size: int) -> float:
+    """How much faster a memory-bound call can be than with fp16 weights: the ratio of the bytes."""
+    fp16_bytes = N * K * 2 + (M * K + M * N) * 2
+    return fp16_bytes / decode_bytes(M, N, K, bits, group_size)
+# --8<-- [end:roofline]
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    for bits, group, M, path in [(4, 128, 1, "gemv"), (8, 64, 3, "dot"), (4, None, 20, "dot")]:
+        w = torch.randn(48, 256, device=DEVICE)
+        packed = quantize(w, bits, group)
+        x = torch.randn(M, 256, device=DEVICE, dtype=torch.float16)
+        y = quantized_matmul(x, packed, path=path)
+        exact = x.double() @ dequantize(packed).double().T
+        worst = ((y.double() - exact).abs() / kernel_error_bound(x, packed, x.dtype)).max().item()
+        print(f"int{bits} group {group} M={M} via {path}: error / bound = {worst:.2f}")
+        assert worst <= 1
+    print(f"memory-bound speed-up bound, int4 g128 at 8192x8192: {speedup_bound(1, 8192, 8192, 4, 128):.2f}x")

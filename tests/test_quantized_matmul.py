@@ -1,0 +1,188 @@
+"""The low-bit weight matmul against float64 PyTorch, with tolerances derived from the rounding analysis.
+
+Every kernel result is compared with ``x @ dequantize(W).T`` in float64 and
+must lie, element by element, within :func:`kernel_error_bound` (the bound
+the page derives: one rounding of the dequantised weight to the activations'
+dtype, fp32 accumulation, one rounding of the output), and within the usual
+relative L2 bar of the dtype.
+"""
+
+import pytest
+import torch
+
+from academy import DEVICE, INTERPRETED
+from academy.testing import assert_close, poison_allocations, random_tensor
+from examples.quantized_matmul import kernel as qm
+from examples.quantized_matmul.kernel import (
+    QuantizedWeight, choose_path, dequantize, kernel_error_bound, pack, quantize, quantized_matmul, reference, unpack,
+)
+
+# bf16 arithmetic is wrong under the interpreter: the kernels upcast there, so bf16 is a GPU test only
+DTYPES = [torch.float16] if INTERPRETED else [torch.float16, torch.bfloat16]
+
+
+@pytest.fixture(autouse=True)
+def _poison_outputs(monkeypatch):
+    poison_allocations(monkeypatch, qm)
+
+
+def check(y, x, packed):
+    """Within the derived per-element bound, and within the dtype's relative L2 bar."""
+    exact = x.double() @ dequantize(packed).double().T
+    bound = kernel_error_bound(x, packed, x.dtype)
+    err = (y.double() - exact).abs()
+    assert torch.isfinite(y).all(), "NaN or inf in the output: an element was never written"
+    worst = (err / bound).max().item()
+    assert worst <= 1.0, f"error exceeds the derived bound by {worst:.2f}x"
+    assert_close(y, exact, dtype=x.dtype)
+
+
+@pytest.mark.parametrize("path", ["gemv", "dot"])
+@pytest.mark.parametrize("bits, group", [(4, 32), (4, 128), (8, 64), (4, None), (8, -1)])
+def test_paths_bits_groups(path, bits, group):
+    M, N, K = (2, 40, 256) if path == "gemv" else (20, 40, 256)
+    packed = quantize(random_tensor((N, K)), bits, group)
+    x = random_tensor((M, K), torch.float16)
+    check(quantized_matmul(x, packed, path=path), x, packed)
+
+
+@pytest.mark.parametrize("path", ["gemv", "dot"])
+def test_per_channel_ragged_k(path):
+    """Per channel with K = 200: not a multiple of any power-of-two K step, so the K masks work."""
+    packed = quantize(random_tensor((24, 200)), 4, None)
+    x = random_tensor((3, 200), torch.float16)
+    check(quantized_matmul(x, packed, path=path), x, packed)
+
+
+@pytest.mark.parametrize("path", ["gemv", "dot"])
+def test_split_k_slices(path):
+    packed = quantize(random_tensor((24, 512)), 4, 32)
+    x = random_tensor((2, 512), torch.float16)
+    check(quantized_matmul(x, packed, path=path, config={"SPLIT_K": 4}), x, packed)
+
+
+def test_symmetric_and_bf16_weights():
+    w = random_tensor((33, 128), torch.bfloat16)
+    packed = quantize(w, 4, 64, symmetric=True)
+    assert packed.scales.dtype == torch.bfloat16 and (packed.zeros == 8).all()
+    x = random_tensor((5, 128), torch.float16)
+    check(quantized_matmul(x, packed), x, packed)
+
+
+def test_non_contiguous_activations():
+    packed = quantize(random_tensor((24, 128)), 8, 64)
+    x = random_tensor((128, 6), torch.float16).T  # column-major view
+    check(quantized_matmul(x, packed, path="dot"), x, packed)
+
+
+def test_dispatch_rule():
+    assert choose_path(1) == "gemv"
+    assert choose_path(qm.GEMV_MAX_M + 1) == "dot"
+
+
+def test_reference_is_the_dequantised_product():
+    packed = quantize(random_tensor((16, 64)), 4, 32)
+    x = random_tensor((3, 64), torch.float16)
+    assert_close(reference(x, packed), x.double() @ dequantize(packed).double().T, dtype=torch.float16)
+
+
+# ---------------------------------------------------------------- packing
+
+
+def test_pack_layout_bit_by_bit():
+    """Code k of a row sits in word k // 8 at bit 4·(k % 8): the top code sets the sign bit."""
+    q = torch.tensor([[1, 2, 3, 4, 5, 6, 7, 15]])  # one row (N = 1), K = 8
+    ((word,),) = pack(q, 4).tolist()
+    assert word == 0xF7654321 - 2**32  # negative: bit 31 is set by the code 15
+    assert torch.equal(unpack(pack(q, 4), 4), q.to(torch.int32))
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_pack_round_trip(bits):
+    q = torch.randint(0, 2**bits, (7, 64))
+    assert torch.equal(unpack(pack(q, bits), bits), q.to(torch.int32))
+
+
+def test_arithmetic_shift_needs_the_mask():
+    """>> on int32 copies the sign bit: without the mask the top int4 code 15 reads as -1."""
+    word = pack(torch.tensor([[0, 0, 0, 0, 0, 0, 0, 15]]), 4)  # (1, 1)
+    assert (word >> 28).item() == -1
+    assert ((word >> 28) & 0xF).item() == 15
+
+
+def test_packed_sizes():
+    packed = quantize(random_tensor((64, 256)), 4, 128)
+    assert packed.data.shape == (32, 64) and packed.data.dtype == torch.int32  # (K / 8, N)
+    assert packed.scales.shape == packed.zeros.shape == (2, 64)  # (K / group, N)
+    assert packed.elements_per_sample == 8 and quantize(random_tensor((8, 64)), 8, 32).elements_per_sample == 4
+    assert packed.nbytes == 64 * 256 // 2 + 2 * 64 * 2 * 4
+
+
+# ---------------------------------------------------------------- edges and bad inputs
+
+
+def test_empty_m():
+    packed = quantize(random_tensor((8, 64)), 4, 32)
+    assert quantized_matmul(random_tensor((0, 64), torch.float16), packed).shape == (0, 8)
+
+
+@pytest.mark.parametrize(
+    "w, kwargs, error, match",
+    [
+        (torch.ones(8, 100), {"group_size": 32}, ValueError, "not a multiple of group_size"),
+        (torch.ones(8, 100), {"group_size": None}, ValueError, "multiple of 8"),
+        (torch.ones(8, 96), {"group_size": 48}, ValueError, "power of two"),
+        (torch.ones(8, 64), {"bits": 3}, ValueError, "bits"),
+        (torch.ones(8, 64, dtype=torch.int32), {}, TypeError, "float"),
+        (torch.ones(64), {}, ValueError, "2-D"),
+        (torch.ones(8, 64), {"group_size": 32.0}, TypeError, "group_size"),
+    ],
+)
+def test_bad_quantize_inputs(w, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        quantize(w, **kwargs)
+
+
+def test_bad_matmul_inputs():
+    packed = quantize(random_tensor((8, 64)), 4, 32)
+    with pytest.raises(TypeError, match="dtype"):
+        quantized_matmul(random_tensor((2, 64)), packed)  # fp32 activations
+    with pytest.raises(ValueError, match="K = 32"):
+        quantized_matmul(random_tensor((2, 32), torch.float16), packed)
+    with pytest.raises(TypeError, match="QuantizedWeight"):
+        quantized_matmul(random_tensor((2, 64), torch.float16), random_tensor((8, 64), torch.float16))
+    with pytest.raises(ValueError, match="path"):
+        quantized_matmul(random_tensor((2, 64), torch.float16), packed, path="magic")
+    broken = QuantizedWeight(packed.data[:4].contiguous(), packed.scales, packed.zeros, 4, 32, (8, 64))
+    with pytest.raises(ValueError, match="packed.data"):
+        quantized_matmul(random_tensor((2, 64), torch.float16), broken)
+
+
+def test_wrong_device():
+    elsewhere = "meta" if DEVICE == "cpu" else "cpu"
+    packed = quantize(random_tensor((8, 64)), 4, 32)
+    with pytest.raises(ValueError, match="kernels run on"):
+        quantized_matmul(torch.ones(2, 64, dtype=torch.float16, device=elsewhere), packed)
+
+
+# ---------------------------------------------------------------- GPU sizes
+
+
+@pytest.mark.skipif(INTERPRETED, reason="GPU sizes: the interpreter would take minutes")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("M", [1, 16, 1000])
+def test_gpu_sizes(M, bits, dtype):
+    N, K = 3000, 4096
+    packed = quantize(random_tensor((N, K), dtype, scale=K**-0.5), bits, 128)
+    x = random_tensor((M, K), dtype)
+    check(quantized_matmul(x, packed), x, packed)
+
+
+@pytest.mark.skipif(INTERPRETED, reason="GPU sizes: the interpreter would take minutes")
+@pytest.mark.parametrize("path", ["gemv", "dot"])
+@pytest.mark.parametrize("group", [32, 256, None])
+def test_gpu_groups_and_paths(path, group):
+    packed = quantize(random_tensor((1000, 2048), torch.float16), 4, group)
+    x = random_tensor((5, 2048), torch.bfloat16)
+    check(quantized_matmul(x, packed, path=path), x, packed)
