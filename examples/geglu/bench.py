@@ -1,13 +1,14 @@
 """Benchmark spec for GeGLU (tanh form, the one Liger and Gemma use): bf16, forward and
 forward+backward, Llama MLP widths. Same byte model as SwiGLU."""
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 
+import examples.swiglu.bench as swiglu_bench
 from academy.bench.peers import compiled, eager, liger
-from academy.bench.spec import BenchSpec, Sweep
 from examples.geglu.kernel import geglu, reference
-from examples.swiglu.bench import WIDTHS, bytes_moved, make_inputs
 
 APPROXIMATE = "tanh"
 
@@ -24,16 +25,9 @@ def tanh_reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     return reference(gate, up, APPROXIMATE)
 
 
-SPEC = BenchSpec(
+SPEC = dataclasses.replace(
+    swiglu_bench.SPEC,  # the same cases and byte model as SwiGLU; only the op and its peers differ
     slug="geglu",
-    metric="bandwidth",
-    sweeps=[
-        Sweep("M=8192", x="N", shapes=[{"M": 8192, "N": n} for n in WIDTHS]),
-    ],
-    dtypes=[torch.bfloat16],
-    modes=["fwd", "fwd+bwd"],
-    make_inputs=make_inputs,
-    work=bytes_moved,
     reference=tanh_reference,
     providers={
         "academy": lambda: academy_geglu,
@@ -41,8 +35,4 @@ SPEC = BenchSpec(
         "compile": compiled(torch_geglu),
         "liger": liger("LigerGELUMulFunction"),
     },
-    headline=[
-        ("fwd", {"M": 8192, "N": 14336}, "bfloat16"),
-        ("fwd+bwd", {"M": 8192, "N": 14336}, "bfloat16"),
-    ],
 )
