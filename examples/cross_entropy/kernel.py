@@ -326,7 +326,7 @@ KEEP, STREAM = "evict_last", "evict_first"
 PROGRAMS_PER_SM = 4
 """0: one program per row. k > 0: a persistent grid of k programs per SM looping over
 rows, which caps the rows in flight (and so the L2 footprint of sweep 2's re-read)."""
-SPLIT_ROWS = True
+SPLIT_ROWS = False
 """With a gradient to write: the split-row kernel (each row cut into chunks on separate
 programs, one read of the logits) instead of the two sweeps of one program per row."""
 SPLIT_BLOCK_V = 8192
