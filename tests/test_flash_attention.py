@@ -24,7 +24,7 @@ OPS = {
     **stages.STAGES,
 }
 # (B, H, H_kv, S_q, S_k): ragged lengths, more rows than keys and the reverse, grouped-query heads
-SHAPES = [(1, 2, 2, 37, 37), (2, 1, 1, 23, 45), (1, 4, 2, 45, 29), (1, 3, 1, 16, 16)]
+SHAPES = [(1, 2, 2, 37, 37), (2, 1, 1, 23, 45), (1, 4, 2, 45, 29), (1, 3, 1, 16, 16), (2, 4, 1, 1, 45)]  # last: decode
 if not INTERPRETED:
     SHAPES += [(2, 4, 2, 1000, 1000), (1, 8, 1, 333, 1111)]
 
@@ -149,6 +149,24 @@ def test_saved_lse_is_the_log2_log_sum_exp():
     torch.testing.assert_close(lse.double(), torch.logsumexp(scores, -1) / math.log(2), atol=2e-3, rtol=0)
 
 
+def test_misaligned_inputs_fall_back_to_pointers():
+    """A contiguous view that starts one element into its storage: TMA cannot take its address."""
+    q, k, v = (random_tensor((1 * 2 * 24 * 64 + 1,), torch.float16)[1:].view(1, 2, 24, 64) for _ in range(3))
+    assert q.is_contiguous() and q.data_ptr() % 16
+    assert fa.forward_path("auto", q, k, v) == "pointer"
+    with pytest.raises(ValueError, match="aligned"):
+        attention(q, k, v, path="tma")
+    assert_close(attention(q, k, v, causal=True), reference(q.double(), k.double(), v.double(), True),
+                 dtype=torch.float16)
+
+
+def test_double_backward_is_refused():
+    q, k, v = inputs((1, 1, 1, 16, 16), torch.float16, requires_grad=True)
+    (dq,) = torch.autograd.grad(attention(q, k, v).sum(), q, create_graph=True)
+    with pytest.raises(RuntimeError):  # an error, never a silently wrong second derivative
+        dq.sum().backward()
+
+
 def test_empty_query_and_flops():
     q, k, v = inputs((1, 2, 2, 0, 5), torch.float16)
     assert attention(q, k, v).shape == (1, 2, 0, 64)
@@ -172,8 +190,9 @@ def test_bad_inputs():
         attention(q, k, v[:, :, :4])
     with pytest.raises(ValueError, match="no keys"):
         attention(q, k[:, :, :0], v[:, :, :0])
-    with pytest.raises(ValueError, match="sm_scale"):
-        attention(q, k, v, sm_scale=-1.0)
+    for bad in (-1.0, 0, float("nan"), True, "0.1"):
+        with pytest.raises(ValueError, match="sm_scale"):
+            attention(q, k, v, sm_scale=bad)
     with pytest.raises(TypeError, match="causal"):
         attention(q, k, v, causal="yes")
     with pytest.raises(ValueError, match="path"):

@@ -433,32 +433,39 @@ def _check_inputs(q, k, v, causal, sm_scale) -> None:
         raise ValueError(f"batch × heads = {B * H} exceeds {MAX_GRID_Y}, the grid's second dimension")
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    if sm_scale is not None and not (isinstance(sm_scale, (int, float)) and math.isfinite(sm_scale) and sm_scale > 0):
+    if sm_scale is not None and (isinstance(sm_scale, bool) or not isinstance(sm_scale, (int, float))
+                                 or not math.isfinite(sm_scale) or sm_scale <= 0):
         raise ValueError(f"sm_scale must be a positive finite number or None, got {sm_scale!r}")
 
 
-def forward_path(q: torch.Tensor, path: str) -> str:
-    """``"tma"`` where descriptors can read the (contiguous) inputs, else ``"pointer"``."""
+def forward_path(path: str, *tensors: torch.Tensor) -> str:
+    """``"tma"`` where descriptors can read the (contiguous) tensors, else ``"pointer"``.
+
+    A descriptor's base address must be 16-byte aligned: a contiguous view that starts
+    at an odd element of its storage is read through pointers instead.
+    """
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+    tma_ok = tma_available() and all(t.data_ptr() % 16 == 0 for t in tensors)
     if path == "auto":
-        return "tma" if tma_available() else "pointer"
-    if path == "tma" and not tma_available():
-        raise ValueError("path='tma' needs tensor descriptors (Triton ≥ 3.4 on Hopper, or the interpreter)")
+        return "tma" if tma_ok else "pointer"
+    if path == "tma" and not tma_ok:
+        raise ValueError("path='tma' needs tensor descriptors (Triton ≥ 3.4 on Hopper, or the interpreter) "
+                         "and 16-byte aligned tensors")
     return path
 
 
 def flash_forward(q, k, v, causal: bool, sm_scale: float, path: str = "auto", config: dict | None = None):
     """Launch the forward on contiguous inputs; returns (o, lse) with lse in log2 units, (B, H, S_q) fp32.
 
-    ``config`` fixes the meta-parameters (no autotuning): the untuned stage and the tuning sweep use it.
+    ``config`` fixes the meta-parameters (no autotuning): the untuned stage uses it, and so can a tuning sweep.
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
     o = torch.empty_like(q)
     lse = torch.empty((B, H, S_q), dtype=torch.float32, device=q.device)
     if o.numel() == 0:
         return o, lse
-    path = forward_path(q, path)
+    path = forward_path(path, q, k, v)
     if path == "tma":
         args = [_descriptor(q, 16), _descriptor(k, 16), _descriptor(v, 16), _descriptor(o, 16)]  # (1)!
     else:
@@ -507,6 +514,7 @@ class FlashAttention(torch.autograd.Function):
         return o
 
     @staticmethod
+    @torch.autograd.function.once_differentiable  # the backward kernels have no backward themselves
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
         dq, dk, dv = flash_backward(q, k, v, o, lse, do.contiguous(), ctx.causal, ctx.sm_scale)
@@ -521,7 +529,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     ``path``: ``"auto"``, ``"tma"`` or ``"pointer"`` picks how the forward reads its tiles.
     """
     _check_inputs(q, k, v, causal, sm_scale)
-    forward_path(q, path)  # reject a bad path before any work
+    if path not in PATHS:  # reject a bad path before any work
+        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
     return FlashAttention.apply(q, k, v, causal, scale, functools.partial(flash_forward, path=path))
 # --8<-- [end:launcher]
