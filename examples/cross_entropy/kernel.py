@@ -494,7 +494,7 @@ def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags) -> N
         cross_entropy_split_kernel[(grid,)](*args, PHASE=0, launch_cooperative_grid=COOPERATIVE, **meta)
         return
     grid = min(n_rows, 2 * _num_sms()) * n_chunks  # no waiting: any grid is safe
-    cross_entropy_split_kernel[(grid,)](*args, PHASE=1, **meta)  # (1)!
+    cross_entropy_split_kernel[(grid,)](*args, PHASE=1, **meta)  # (4)!
     cross_entropy_split_kernel[(grid,)](*args, PHASE=2, **meta)
 
 
@@ -504,7 +504,7 @@ def reduce_losses(loss_rows: torch.Tensor, target: torch.Tensor, ignore_index: i
     total = loss_rows.sum()
     if reduction == "sum":
         return total
-    return total / (target != ignore_index).sum()  # (4)!
+    return total / (target != ignore_index).sum()  # (5)!
 
 
 def scale_by_grad_output(g: torch.Tensor, grad_output: torch.Tensor) -> None:
