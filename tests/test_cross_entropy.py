@@ -156,8 +156,12 @@ def test_gradient_in_logits_only_when_asked():
 
 def test_gradient_in_logits_with_rows_split_across_programs(monkeypatch):
     """In place with a row in several chunks: the target's logit must be read before another
-    program of the row overwrites it with its gradient."""
+    program of the row overwrites it with its gradient (SPLIT_ROWS is off by default: set it)."""
+    monkeypatch.setattr(ce_module, "SPLIT_ROWS", True)
     monkeypatch.setattr(ce_module, "SPLIT_BLOCK_V", 256)
+    calls = []
+    launch_split = ce_module._launch_split
+    monkeypatch.setattr(ce_module, "_launch_split", lambda *args: calls.append(1) or launch_split(*args))
     logits, target = make_case(5, 1000, n_ignored=1)
     target[0] = 999  # in the last, partly masked chunk
     options = dict(label_smoothing=0.1, softcap=4.0)
@@ -167,6 +171,7 @@ def test_gradient_in_logits_with_rows_split_across_programs(monkeypatch):
     loss.backward()
     assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
     assert_close(x.grad, grad_ref, dtype=torch.float32, name="dlogits written in place")
+    assert calls, "the split-row kernel was not used"
 
 
 def test_no_grad_path_and_strided_logits():
