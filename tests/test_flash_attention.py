@@ -2,7 +2,7 @@
 grouped-query heads, causal with S_q ≠ S_k (bottom-right aligned), fully masked rows, bad inputs.
 
 Under the interpreter the kernels upcast fp16/bf16 tiles to fp32 and bf16 stores truncate, so
-bf16 is checked forward only on the CPU; the GPU run checks bf16 gradients too.
+bf16 is checked forward only on the CPU; on a GPU the same tests check bf16 gradients too.
 """
 
 import math
@@ -131,14 +131,23 @@ def test_grouped_query_heads_equal_repeated_heads():
     out2 = attention(q2, k_rep, v_rep, causal=True)
     out2.sum().backward()
     assert_close(out, out2.detach(), dtype=torch.float16)
+    assert_close(q.grad, q2.grad.double(), dtype=torch.float16, name="dq")
     assert_close(k.grad, k_rep.grad.unflatten(1, (2, 3)).sum(2), dtype=torch.float16, name="dk summed over the group")
+    assert_close(v.grad, v_rep.grad.unflatten(1, (2, 3)).sum(2), dtype=torch.float16, name="dv summed over the group")
 
 
 def test_non_contiguous_inputs():
     """q, k, v as (B, S, H, D) tensors transposed to (B, H, S, D): the layout a projection gives."""
-    q, k, v = (random_tensor((2, 21, 3, 64), torch.float16).transpose(1, 2) for _ in range(3))
+    base = [random_tensor((2, 21, 3, 64), torch.float16, requires_grad=True) for _ in range(3)]
+    q, k, v = (t.transpose(1, 2) for t in base)
     assert not q.is_contiguous()
-    assert_close(attention(q, k, v), reference(q.double(), k.double(), v.double()), dtype=torch.float16)
+    out = attention(q, k, v, causal=True)
+    grad = random_tensor(tuple(out.shape), torch.float16)
+    out.backward(grad)
+    expected = gradients64(q, k, v, grad, True)
+    got = (out,) + tuple(t.grad.transpose(1, 2) for t in base)
+    for name, g, want in zip(("o", "dq", "dk", "dv"), got, expected):
+        assert_close(g, want, dtype=torch.float16, name=name)
 
 
 def test_saved_lse_is_the_log2_log_sum_exp():
@@ -201,6 +210,31 @@ def test_bad_inputs():
         attention(q.tolist(), k, v)
     with pytest.raises(ValueError, match="naive"):
         naive_attention(*inputs((1, 1, 1, 8, 600), torch.float16))
+    with pytest.raises(ValueError, match="batch or head_dim"):
+        attention(q, *inputs((2, 2, 2, 8, 8), torch.float16)[1:])
+    with pytest.raises(ValueError, match="multiple"):  # no key/value heads at all
+        attention(q, k[:, :0], v[:, :0])
+    with pytest.raises(ValueError, match="sm_scale"):
+        attention(q, k, v, sm_scale=math.inf)
+    with pytest.raises(ValueError, match="kernels run on"):
+        attention(q.to("meta"), k, v)
+    with pytest.raises(ValueError, match="devices differ|kernels run on"):
+        attention(q, k.to("meta"), v)
+
+
+def test_grid_limit_on_batch_times_heads():
+    """B·H rides on the grid's second axis (at most 65535): refused before any launch."""
+    q = random_tensor((1, fa.MAX_GRID_Y + 1, 1, 64), torch.float16)
+    k = random_tensor((1, 1, 1, 64), torch.float16)
+    with pytest.raises(ValueError, match="65535"):
+        attention(q, k, k.clone())
+
+
+@pytest.mark.parametrize("s_k, d", [(257, 128), (513, 64)])
+def test_naive_refuses_rows_that_do_not_fit(s_k, d):
+    """S_k·D (S_k rounded up to a power of two) at most 32768: S_k ≤ 256 at D = 128, ≤ 512 at D = 64."""
+    with pytest.raises(ValueError, match="S_k·D"):
+        naive_attention(*inputs((1, 1, 1, 4, s_k), torch.float16, d=d))
 
 
 @pytest.mark.skipif(INTERPRETED, reason="GPU sizes: the interpreter would take minutes")

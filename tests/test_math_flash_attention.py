@@ -38,6 +38,47 @@ def test_online_softmax_equals_softmax(block):
     torch.testing.assert_close(lse, torch.logsumexp(s, dim=1))
 
 
+def guarded_online_softmax(s, v, block):
+    """The kernel's masked-loop form: masked scores are −inf, and a running max that is still −inf
+    is replaced by 0 before subtracting (annotation 5), so an all-masked block gives p = 0 and α = 0,
+    not NaN; the final division is by 1 where l = 0 (a row that saw no key returns 0)."""
+    m = torch.full((s.shape[0],), -math.inf, dtype=s.dtype)
+    l = torch.zeros(s.shape[0], dtype=s.dtype)
+    acc = torch.zeros(s.shape[0], v.shape[1], dtype=s.dtype)
+    for j in range(0, s.shape[1], block):
+        s_j = s[:, j:j + block]
+        m_new = torch.maximum(m, s_j.max(dim=1).values)
+        m_sub = torch.where(m_new == -math.inf, 0.0, m_new)
+        p = torch.exp(s_j - m_sub[:, None])
+        alpha = torch.exp(m - m_sub)
+        l = alpha * l + p.sum(dim=1)
+        acc = alpha[:, None] * acc + p @ v[j:j + block]
+        m = m_new
+    return acc / torch.where(l == 0, 1.0, l)[:, None], l
+
+
+@pytest.mark.parametrize("block", [1, 5, 16])
+def test_guarded_recurrence_survives_masked_blocks_and_empty_rows(block):
+    """Rows whose first blocks are fully masked (−inf − −inf would be NaN without the guard),
+    and a row that sees no key at all: 0, with l = 0 marking it."""
+    s_q, s_k = 6, 23
+    s, v = rand(s_q, s_k) * 4, rand(s_k, 3)
+    keep = torch.zeros(s_q, s_k, dtype=torch.bool)
+    keep[0, 15:] = True  # the first 15 keys (several whole blocks) masked
+    keep[1, :] = True
+    keep[2, ::3] = True
+    keep[3, 22] = True  # only the last key
+    keep[4, :1] = True
+    # row 5 sees nothing
+    masked = s.masked_fill(~keep, -math.inf)
+    out, l = guarded_online_softmax(masked, v, block)
+    assert torch.isfinite(out).all()
+    expected = torch.softmax(masked[:5], dim=1) @ v
+    torch.testing.assert_close(out[:5], expected)
+    assert l[5] == 0 and torch.equal(out[5], torch.zeros(3, dtype=torch.float64))
+    assert (l[:5] >= 1).all(), "l includes the max term 1 for every row that sees a key"
+
+
 def test_exp2_with_the_log2e_factor_is_exp():
     """exp(x·scale) = 2^(x·scale·log2 e): folding log2 e into the scale costs nothing."""
     x, scale = rand(1000) * 10, 0.125
@@ -96,7 +137,32 @@ def test_causal_loop_bounds_visit_every_visible_key_and_mask_only_where_needed(s
         assert lo % block_n == 0 and lo <= hi <= s_k
         assert rows[:, :lo].all(), "the unmasked loop must see only keys every row sees"
         assert not rows[:, hi:].any(), "skipped blocks must be invisible to every row"
-        assert hi - lo <= block_m + block_n - 1, "the masked band is one diagonal, not the whole row"
+        assert hi - lo <= block_m + block_n - 2, "the masked band is one diagonal, not the whole row"
+
+
+def dkdv_ranges(n0, block_m, block_n, s_q, s_k):
+    """The causal dK/dV kernel's bounds for the key block at n0: query rows [0, lo) skipped,
+    [lo, mid) masked, [mid, ...) unmasked (mirrors attn_bwd_dkdv_kernel)."""
+    shift = s_k - s_q
+    lo = max(n0 - shift, 0) // block_m * block_m
+    mid = min(-(-max(n0 + block_n - 1 - shift, 0) // block_m) * block_m, -(-s_q // block_m) * block_m)
+    return lo, mid
+
+
+@pytest.mark.parametrize("s_q, s_k", [(64, 64), (40, 100), (100, 40), (37, 53), (130, 130)])
+@pytest.mark.parametrize("block_m, block_n", [(16, 16), (32, 16), (16, 32)])
+def test_backward_causal_bounds_skip_only_invisible_rows_and_mask_only_the_band(s_q, s_k, block_m, block_n):
+    mask = causal_mask(s_q, s_k)
+    for n0 in range(0, s_k, block_n):
+        cols = mask[:, n0:n0 + block_n]  # which query rows see which keys of this block
+        lo, mid = dkdv_ranges(n0, block_m, block_n, s_q, s_k)
+        assert lo % block_m == 0 and mid % block_m == 0 and lo <= mid
+        assert not cols[:lo].any(), "skipped query rows must see no key of the block"
+        assert cols[mid:].all(), "the unmasked loop must hold only rows that see every key of the block"
+        assert mid - lo <= 2 * block_m + block_n - 3, "the masked rows are one diagonal band"
+    for m0 in range(0, s_q, block_m):  # the dQ kernel uses the forward's bounds on the same mask
+        lo, hi = forward_ranges(m0, block_m, block_n, s_q, s_k, True)
+        assert mask[m0:m0 + block_m, :lo].all() and not mask[m0:m0 + block_m, hi:].any()
 
 
 def test_flop_count():
