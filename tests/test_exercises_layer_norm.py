@@ -45,3 +45,13 @@ def test_welford_row_stats(n):
         assert_close(var, x.double().var(-1, unbiased=False), tol=1e-3, name="var")
     else:
         assert torch.equal(var, torch.zeros_like(var))
+
+
+def test_add_layer_norm_rejects_rows_wider_than_one_pass():
+    """The one-pass answer holds a whole row in registers: wider rows are a clear error."""
+    from examples.norm_launch import FWD_MAX_FUSED_COLS
+
+    n = FWD_MAX_FUSED_COLS + 1
+    x, r = random_tensor((1, n)), random_tensor((1, n))
+    with pytest.raises(ValueError, match=f"at most {FWD_MAX_FUSED_COLS}"):
+        add_layer_norm(x, r, random_tensor(n), random_tensor(n))

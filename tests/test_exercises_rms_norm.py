@@ -41,3 +41,14 @@ def test_add_rms_norm(shape, dtype):
 def test_add_rms_norm_rejects_mismatched_residual():
     with pytest.raises(ValueError, match="shapes differ"):
         add_rms_norm(random_tensor((3, 8)), random_tensor((3, 9)), random_tensor(8))
+
+
+@pytest.mark.parametrize("op", ["offset", "add"])
+def test_one_pass_answers_reject_rows_wider_than_one_pass(op):
+    """Both answers hold a whole row in registers: wider rows are a clear error."""
+    from examples.norm_launch import FWD_MAX_FUSED_COLS
+
+    n = FWD_MAX_FUSED_COLS + 1
+    x, w = random_tensor((1, n)), random_tensor(n)
+    with pytest.raises(ValueError, match=f"at most {FWD_MAX_FUSED_COLS}"):
+        rms_norm_offset(x, w) if op == "offset" else add_rms_norm(x, random_tensor((1, n)), w)
