@@ -262,3 +262,31 @@ def test_forward_and_backward_paths_are_chosen_separately(fwd_limit, bwd_limit, 
     ref_y, dx, dw, db = _torch_grads(x, w, b, dy, torch.float64)
     for name, got, exp in (("y", y, ref_y), ("dx", x.grad, dx), ("dW", w.grad, dw), ("dB", b.grad, db)):
         assert_close(got, exp, dtype=torch.float32, name=name)
+
+
+@pytest.mark.parametrize("n_cols", [1, 100, 512, 4096, 8192, 16384])
+def test_forward_launch_is_one_tile_per_program_within_the_warp_cap(n_cols):
+    """What the page says of the forward: every row it can hold takes one tile per program,
+    with at most the chapter's FWD_MAX_WARPS; wider rows the chunked kernel."""
+    n_rows = 1000
+    in_registers, grid, config = norm_launch.forward_launch(n_rows, n_cols, kernel.FWD_MAX_WARPS)
+    assert in_registers
+    assert grid == -(-n_rows // config["BLOCK_M"])
+    assert config["BLOCK_N"] >= n_cols and config["num_warps"] <= kernel.FWD_MAX_WARPS
+    in_registers, grid, config = norm_launch.forward_launch(n_rows, norm_launch.FWD_MAX_FUSED_COLS + 1, 8)
+    assert not in_registers and grid <= n_rows and config["BLOCK_N"] == norm_launch.WIDE_BLOCK_N
+
+
+def test_backward_launch_switches_to_the_column_split_above_max_fused_cols():
+    design, programs, config = norm_launch.backward_launch(4096, kernel.MAX_FUSED_COLS, kernel.MAX_FUSED_COLS)
+    assert design == "registers" and config["BLOCK_N"] == kernel.MAX_FUSED_COLS
+    assert programs <= norm_launch.sm_count() * norm_launch.BWD_PROGRAMS_PER_SM
+    design, _, _ = norm_launch.backward_launch(4096, kernel.MAX_FUSED_COLS + 1, kernel.MAX_FUSED_COLS)
+    assert design == norm_launch.WIDE_BACKWARD == "columns"
+
+
+@pytest.mark.parametrize("n_rows, n_cols", [(1, 9000), (7, 16384), (1000, 65536), (8192, 16385)])
+def test_column_split_covers_every_row_and_column_once(n_rows, n_cols):
+    groups, strips, rows_per_group, config = norm_launch.column_split(n_rows, n_cols)
+    assert (groups - 1) * rows_per_group < n_rows <= groups * rows_per_group  # no empty group
+    assert strips * config["BLOCK_N"] >= n_cols > (strips - 1) * config["BLOCK_N"]
