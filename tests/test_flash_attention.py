@@ -177,8 +177,12 @@ def test_double_backward_is_refused():
 
 
 def test_empty_query_and_flops():
-    q, k, v = inputs((1, 2, 2, 0, 5), torch.float16)
-    assert attention(q, k, v).shape == (1, 2, 0, 64)
+    q, k, v = inputs((1, 2, 2, 0, 5), torch.float16, requires_grad=True)
+    out = attention(q, k, v, causal=True)
+    assert out.shape == (1, 2, 0, 64)
+    out.sum().backward()  # no query attends: dK and dV are written as zeros (outputs are NaN-poisoned)
+    assert q.grad.shape == q.shape
+    assert torch.equal(k.grad, torch.zeros_like(k)) and torch.equal(v.grad, torch.zeros_like(v))
     assert attention_flops(1, 1, 3, 5, 64) == 4 * 3 * 5 * 64
     assert attention_flops(2, 3, 8, 8, 64, causal=True, mode="fwd+bwd") == 3.5 * 0.5 * 4 * 2 * 3 * 8 * 8 * 64
 
