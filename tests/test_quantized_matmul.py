@@ -26,19 +26,23 @@ def _poison_outputs(monkeypatch):
     poison_allocations(monkeypatch, qm)
 
 
-def check(y, x, packed):
-    """Within the derived per-element bound, and within the dtype's relative L2 bar."""
+def worst_ratio(y, x, packed) -> float:
+    """max over elements of |y − x·ŴᵀF64| / kernel_error_bound: ≤ 1 means within the derived bound."""
     exact = x.double() @ dequantize(packed).double().T
     bound = kernel_error_bound(x, packed, x.dtype)
-    err = (y.double() - exact).abs()
+    return ((y.double() - exact).abs() / bound).max().item()
+
+
+def check(y, x, packed):
+    """Within the derived per-element bound, and within the dtype's relative L2 bar."""
     assert torch.isfinite(y).all(), "NaN or inf in the output: an element was never written"
-    worst = (err / bound).max().item()
+    worst = worst_ratio(y, x, packed)
     assert worst <= 1.0, f"error exceeds the derived bound by {worst:.2f}x"
-    assert_close(y, exact, dtype=x.dtype)
+    assert_close(y, x.double() @ dequantize(packed).double().T, dtype=x.dtype)
 
 
 @pytest.mark.parametrize("path", ["gemv", "dot"])
-@pytest.mark.parametrize("bits, group", [(4, 32), (4, 128), (8, 64), (4, None), (8, -1)])
+@pytest.mark.parametrize("bits, group", [(4, 16), (4, 32), (4, 128), (8, 16), (8, 64), (8, 256), (4, None), (8, -1)])
 def test_paths_bits_groups(path, bits, group):
     M, N, K = (2, 40, 256) if path == "gemv" else (20, 40, 256)
     packed = quantize(random_tensor((N, K)), bits, group)
@@ -73,6 +77,33 @@ def test_non_contiguous_activations():
     packed = quantize(random_tensor((24, 128)), 8, 64)
     x = random_tensor((128, 6), torch.float16).T  # column-major view
     check(quantized_matmul(x, packed, path="dot"), x, packed)
+
+
+def _doctored(packed, *, scales=None, zeros=None):
+    return QuantizedWeight(packed.data, packed.scales if scales is None else scales.contiguous(),
+                           packed.zeros if zeros is None else zeros.contiguous(), packed.bits,
+                           packed.group_size, packed.shape)
+
+
+@pytest.mark.parametrize("path", ["gemv", "dot"])
+@pytest.mark.parametrize("bits, group", [(4, 32), (8, 64), (4, None)])
+@pytest.mark.parametrize("fault", ["zero point + 1", "scale + 1%", "neighbouring group's metadata"])
+def test_the_tolerance_catches_wrong_metadata(path, bits, group, fault):
+    """The derived bound is tight enough to fail: the kernel is given a zero point off by one code, scales 1% off,
+    or the metadata of the next group, and the result must fall outside the bound of the true weight.
+    (A scale off by a fraction of a percent passes, and must: rounding ŵ to fp16 moves it by up to 2⁻¹¹.)"""
+    packed = quantize(random_tensor((40, 256)), bits, group)
+    if fault == "zero point + 1":
+        bad = _doctored(packed, zeros=packed.zeros + 1)
+    elif fault == "scale + 1%":
+        bad = _doctored(packed, scales=packed.scales * 1.01)
+    elif packed.per_channel:  # one group per row: the neighbouring column's metadata
+        bad = _doctored(packed, scales=packed.scales.roll(1, dims=1), zeros=packed.zeros.roll(1, dims=1))
+    else:
+        bad = _doctored(packed, scales=packed.scales.roll(1, dims=0), zeros=packed.zeros.roll(1, dims=0))
+    x = random_tensor((8 if path == "gemv" else 20, 256), torch.float16)  # enough outputs for a clear margin
+    assert worst_ratio(quantized_matmul(x, packed, path=path), x, packed) <= 1.0
+    assert worst_ratio(quantized_matmul(x, bad, path=path), x, packed) > 1.0, f"{fault} went unnoticed"
 
 
 def test_dispatch_rule():
@@ -156,6 +187,17 @@ def test_bad_matmul_inputs():
     broken = QuantizedWeight(packed.data[:4].contiguous(), packed.scales, packed.zeros, 4, 32, (8, 64))
     with pytest.raises(ValueError, match="packed.data"):
         quantized_matmul(random_tensor((2, 64), torch.float16), broken)
+
+
+def test_bad_packed_metadata():
+    packed = quantize(random_tensor((8, 64)), 4, 32)
+    x = random_tensor((2, 64), torch.float16)
+    with pytest.raises(ValueError, match="scales and zeros must be"):
+        quantized_matmul(x, _doctored(packed, scales=packed.scales[:1]))
+    with pytest.raises(ValueError, match="packed.zeros must be contiguous"):
+        quantized_matmul(x, QuantizedWeight(packed.data, packed.scales, packed.zeros.T.contiguous().T, 4, 32, (8, 64)))
+    with pytest.raises(ValueError, match="packed.data must be int32"):
+        quantized_matmul(x, QuantizedWeight(packed.data.long(), packed.scales, packed.zeros, 4, 32, (8, 64)))
 
 
 def test_wrong_device():

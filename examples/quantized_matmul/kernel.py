@@ -166,6 +166,7 @@ def unpack(data: torch.Tensor, bits: int) -> torch.Tensor:
 
 def dequantize(packed: QuantizedWeight) -> torch.Tensor:
     """``(q − z)·s`` as float32 (N, K): exact, since (q − z) has at most 9 bits and s at most 24."""
+    # Exact for fp16/bf16 scales (11 or 8 bits); fp32 scales (from fp32 weights) round the product once, 2**-24.
     N, K = packed.shape
     q = unpack(packed.data, packed.bits).float().reshape(N, K // packed.group_size, packed.group_size)
     w = (q - packed.zeros.T.float()[..., None]) * packed.scales.T.float()[..., None]
@@ -454,6 +455,7 @@ def kernel_error_bound(x: torch.Tensor, packed: QuantizedWeight, dtype: torch.dt
     (tensor cores add 16 products per step, with truncation); the output is
     rounded once (u relative to |y|).
     """
+    # "Exact in fp32" holds for fp16/bf16 scales; fp32 scales round (q − z)·s once (2**-24), well inside the sum term.
     u = UNIT_ROUNDOFF[dtype]
     w = dequantize(packed).double().to(x.device)
     x64 = x.double()
