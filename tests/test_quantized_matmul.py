@@ -106,6 +106,15 @@ def test_the_tolerance_catches_wrong_metadata(path, bits, group, fault):
     assert worst_ratio(quantized_matmul(x, bad, path=path), x, packed) > 1.0, f"{fault} went unnoticed"
 
 
+@pytest.mark.parametrize("path", ["gemv", "dot"])
+def test_row_padded_activations(path):
+    """x a slice of a wider buffer: unit stride along K, row stride > K, passed to the kernels as is."""
+    packed = quantize(random_tensor((24, 128)), 4, 32)
+    x = random_tensor((3, 160), torch.float16)[:, 16:144]
+    assert x.stride() == (160, 1)
+    check(quantized_matmul(x, packed, path=path), x, packed)
+
+
 def test_dispatch_rule():
     assert choose_path(1) == "gemv"
     assert choose_path(qm.GEMV_MAX_M + 1) == "dot"
