@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # Writing a backward pass
+# # How to write a backward pass
 #
 # A Triton kernel is invisible to autograd: PyTorch cannot differentiate
 # through it, so every kernel used in training needs a hand-written backward.
@@ -190,6 +190,34 @@ bench_table("backward_pass")
 # times faster. `torch.compile` fuses too: it is slightly ahead of ours on the
 # forward at every width, and on forward+backward it wins at narrow rows and
 # loses at the widest, where our two-step `dw` reduction costs least.
+
+# %% [markdown]
+# ## The recipe, step by step
+#
+# Every backward in this handbook was written in the same six steps:
+#
+# 1. **Derive the vector-Jacobian product, not the Jacobian**, for every
+#    input that can need a gradient, weights included, and write it in the
+#    numerically stable form the kernel will compute.
+# 2. **Check the derivation before writing a kernel**: the closed form in
+#    PyTorch, in float64, against autograd through the reference.
+# 3. **Choose what the forward saves**: the cheapest set the backward can
+#    work from (inputs, a per-row statistic, or the output), recomputing the
+#    rest.
+# 4. **Write the kernels**: element-wise terms over the forward's tiles;
+#    gradients that sum over rows (a weight's) as per-program partials in
+#    fp32 and a second reduction stage, never a race on one buffer.
+# 5. **Wrap them in a `torch.autograd.Function`** that returns one value per
+#    argument of `forward`.
+# 6. **Test**: gradcheck through the kernels in float64, then every gradient
+#    against autograd on irregular shapes in every dtype, outputs poisoned.
+#
+# The kernel chapters apply it to bigger layers: a weight gradient over all
+# rows in [LayerNorm](../../kernels/layer_norm/) and
+# [RMSNorm](../../kernels/rms_norm/), a gradient written during the forward
+# in [cross-entropy](../../kernels/cross_entropy/), and a backward that
+# recomputes the forward's probabilities from a saved log-sum-exp in
+# [attention](../../kernels/flash_attention/).
 
 # %% [markdown]
 # ## Exercises
