@@ -46,8 +46,8 @@ def test_merge_partials_is_attention_over_all_keys():
 
 def test_merge_partials_with_an_empty_half_stays_finite():
     o = random_tensor((1, 1, 4, 64), torch.float16)
-    empty = torch.full((1, 1, 4), -math.inf)
-    merged, lse = merge_partials(o, torch.zeros(1, 1, 4), torch.zeros_like(o), empty)
+    empty = torch.full((1, 1, 4), -math.inf, device=o.device)  # the lse tensors live with o (GPU or CPU)
+    merged, lse = merge_partials(o, torch.zeros_like(empty), torch.zeros_like(o), empty)
     assert_close(merged, o.double(), dtype=torch.float16)
     both_empty, _ = merge_partials(o, empty, o, empty)
     assert torch.equal(both_empty, torch.zeros_like(o))

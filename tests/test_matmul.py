@@ -80,7 +80,7 @@ def test_dispatch_rule():
     assert choose_path(mm.GEMV_MAX_M, 64, 256, *big) == "gemv"
     assert choose_path(mm.GEMV_MAX_M + 1, 64, 256, *big) == "split_k"
     assert choose_path(mm.SMALL_M + 1, 64, 256, *big) == ("tma" if mm.tma_available() else "pointer")
-    assert choose_path(128, 64, 4096, *big) == "split_k"  # few tiles, long K
+    assert choose_path(128, 64, 4096, *big) == ("tma" if mm.tma_available() else "pointer")  # few tiles: small ones
     assert choose_path(16, 64, 32, *big) != "split_k"  # too short a K to split
 
 
@@ -108,11 +108,27 @@ def test_gemv_dispatch_switch(monkeypatch):
     assert choose_path(5, 64, 256, *big) == "split_k"
 
 
-def test_split_k_config_fills_the_gpu_but_keeps_slices_long():
-    config = mm.split_k_config(1, 4096, 4096, torch.bfloat16)
-    tiles = -(-4096 // config["BLOCK_N"])
-    assert config["SPLIT_K"] >= 1 and 4096 // config["SPLIT_K"] >= 4 * config["BLOCK_K"] or config["SPLIT_K"] == 1
-    assert tiles * config["SPLIT_K"] >= min(2 * mm.num_sms(), tiles * 4096 // (4 * config["BLOCK_K"]))
+@pytest.mark.parametrize(("M", "N", "K", "block_n", "split"), [
+    (16, 4096, 4096, 32, 1),  # K too short to split: narrower column blocks
+    (16, 4096, 14336, 64, 2),  # long K: two slices of 64 columns
+    (16, 14336, 4096, 128, 1),  # wide weight: 112 programs already fill half the SMs
+    (1, 512, 65536, 64, 16),  # few columns, very long K: slices of 4096
+])
+def test_decode_split_k_config_on_an_h100(monkeypatch, M, N, K, block_n, split):
+    """The GPU rule (132 SMs): narrow to 64 columns, split long K, then narrow to 32 — until half the SMs have work."""
+    monkeypatch.setattr(mm, "INTERPRETED", False)
+    monkeypatch.setattr(mm, "num_sms", lambda: 132)
+    config = mm.split_k_config(M, N, K, torch.bfloat16)
+    assert (config["BLOCK_N"], config["SPLIT_K"]) == (block_n, split)
+
+
+def test_prefill_split_k_config_fills_the_gpu_but_keeps_slices_long(monkeypatch):
+    monkeypatch.setattr(mm, "INTERPRETED", False)
+    monkeypatch.setattr(mm, "num_sms", lambda: 132)
+    config = mm.split_k_config(128, 4096, 4096, torch.bfloat16)
+    tiles = 2 * 4096 // config["BLOCK_N"]
+    assert tiles * config["SPLIT_K"] >= 132 and 4096 // config["SPLIT_K"] >= 4 * config["BLOCK_K"]
+    assert mm.tile_class(128, 4096, torch.bfloat16) == "few"
 
 
 def test_fp32_is_true_fp32_unless_tf32_is_asked_for():

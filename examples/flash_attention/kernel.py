@@ -538,8 +538,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
 
 # --8<-- [start:flops]
 def attention_flops(B: int, H: int, S_q: int, S_k: int, D: int, causal: bool = False, mode: str = "fwd") -> float:
-    """FLOPs by the usual convention: 2 matmuls of 2·S_q·S_k·D each per head forward, half that when causal,
-    and the backward's 5 matmuls are 2.5× the forward."""
+    """FLOPs by the usual convention: 2 matmuls of 2·S_q·S_k·D each per head forward, half that when causal
+    (the convention's triangle, exact only for S_q = S_k), and the backward's 5 matmuls are 2.5× the forward."""
     forward = 4.0 * B * H * S_q * S_k * D * (0.5 if causal else 1.0)
     return {"fwd": forward, "bwd": 2.5 * forward, "fwd+bwd": 3.5 * forward}[mode]
 # --8<-- [end:flops]

@@ -263,8 +263,8 @@ SMALL_M = 16
 """At or below this many rows the launcher uses split-K (the weight read dominates)."""
 
 
-# The tuned tables: one row per shape class, so a tuning result is a one-line edit (.device/matmul/tune.py prints
-# its suggestions in exactly this form). Keys are the kernels' meta-parameters.
+# The tuned tables: one row per shape class, so a tuning result is a one-line edit. Keys are the kernels'
+# meta-parameters.
 TILE_CONFIGS = {
     "large": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, num_warps=8, num_stages=3,
                   EPILOGUE_SUBTILE=True, FLATTEN=True, WARP_SPECIALIZE=False),  # >= one 128x256 tile per SM
@@ -272,22 +272,23 @@ TILE_CONFIGS = {
                    EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # >= one 128x128 tile per SM
     "small": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, num_warps=4, num_stages=5,
                   EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # fewer tiles than SMs
+    "few": dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_SIZE_M=8, num_warps=4, num_stages=4,
+                EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # 128x128 tiles fill < half the SMs
     "fp32": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_SIZE_M=8, num_warps=8, num_stages=3,
                  EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),
 }
-SPLIT_K_CONFIGS = {  # SPLIT_K=0: the launcher picks the number of slices (see split_k_config)
-    "decode_row": dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, SPLIT_K=1, num_warps=4, num_stages=4),  # b (K, N) row-major
-    "decode_col": dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, SPLIT_K=1, num_warps=4, num_stages=4),  # b = W.T, W (N, K)
-    "few_tiles": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, SPLIT_K=0, num_warps=4, num_stages=4),
+SPLIT_K_CONFIGS = {  # BLOCK_N and SPLIT_K = 0: the launcher picks them (see split_k_config)
+    "decode": dict(BLOCK_M=16, BLOCK_N=0, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4),
+    "prefill": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, SPLIT_K=0, num_warps=4, num_stages=4),
 }
+DECODE_SPLIT_MIN_K = 4096
+"""Shortest K slice worth a second (reduction) launch when a decode grid is too small."""
 GEMV_CONFIGS = {  # the CUDA-core path for very few rows: no tensor-core padding of M up to 16
     "row": dict(BLOCK_M=1, BLOCK_N=64, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4),  # b (K, N) row-major
     "col": dict(BLOCK_M=1, BLOCK_N=16, BLOCK_K=512, SPLIT_K=0, num_warps=4, num_stages=3),  # b = W.T, W (N, K)
 }
 GEMV_MAX_M = 1
 """Largest M that the dispatch sends to the GEMV kernel (on the H100 it won at M = 1 and lost at 16)."""
-FEW_TILES_PATH = "split_k"
-"""Path for shapes whose 128x128 tiles fill under half the SMs (M=128 prefill): "split_k" or "tma"."""
 
 
 def tile_config(M: int, N: int, K: int, dtype: torch.dtype) -> dict:
@@ -306,31 +307,42 @@ def tile_class(M: int, N: int, dtype: torch.dtype) -> str:
         return "large"
     if triton.cdiv(M, 128) * triton.cdiv(N, 128) >= num_sms():
         return "medium"
-    return "small"
+    if triton.cdiv(M, 128) * triton.cdiv(N, 128) >= num_sms() // 2:
+        return "small"
+    return "few"
 
 
-def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, b_column_major: bool = False,
-                   overrides: dict | None = None) -> dict:
+def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict | None = None) -> dict:
     """Block shape and number of K slices for the split-K kernel.
 
-    Unless the table fixes SPLIT_K, enough programs to cover the SMs (twice
-    over for decode shapes, whose programs are short), but every slice at
-    least four K steps long so the pipeline fills.
+    Prefill shapes (forced onto this path): enough slices to cover the SMs,
+    each at least four K steps long so the pipeline fills. Decode shapes
+    (M ≤ SMALL_M), where every program streams its own columns of the
+    weight: until the programs fill half the SMs, first narrow the column
+    block to 64, then split K into slices of at least DECODE_SPLIT_MIN_K,
+    then narrow to 32 columns.
     """
     if INTERPRETED:
         cfg = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, SPLIT_K=0, num_warps=4, num_stages=1)
-    elif M <= SMALL_M:
-        cfg = dict(SPLIT_K_CONFIGS["decode_col" if b_column_major else "decode_row"])
     else:
-        cfg = dict(SPLIT_K_CONFIGS["few_tiles"])
+        cfg = dict(SPLIT_K_CONFIGS["decode" if M <= SMALL_M else "prefill"])
     if dtype == torch.float32:
         cfg["BLOCK_K"] //= 2
     cfg.update(overrides or {})
+    if cfg["BLOCK_N"] == 0:  # (3)!
+        block_n, split = 128, 1
+        while triton.cdiv(N, block_n) * split < num_sms() // 2 and block_n > 32:
+            if block_n > 64:
+                block_n //= 2
+            elif K // (2 * split) >= DECODE_SPLIT_MIN_K:
+                split *= 2
+            else:
+                block_n //= 2
+        cfg["BLOCK_N"], cfg["SPLIT_K"] = block_n, cfg["SPLIT_K"] or split
     if cfg["SPLIT_K"] == 0:
         tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
-        target = (2 if M <= SMALL_M else 1) * num_sms()
         split = 1
-        while tiles * split < target and K // (2 * split) >= 4 * cfg["BLOCK_K"]:  # (3)!
+        while tiles * split < num_sms() and K // (2 * split) >= 4 * cfg["BLOCK_K"]:
             split *= 2
         cfg["SPLIT_K"] = split
     return cfg
@@ -387,11 +399,10 @@ def _check_inputs(a, b, activation, path) -> None:
 
 
 def choose_path(M: int, N: int, K: int, a: torch.Tensor, b: torch.Tensor) -> str:
-    """The dispatch rule: split-K for few rows or few tiles, TMA where it can read both operands, else pointers."""
-    few_tiles = triton.cdiv(M, 128) * triton.cdiv(N, 128) < num_sms() // 2
+    """The dispatch rule: GEMV for one row, split-K for a few, TMA where it can read both operands, else pointers."""
     if M <= GEMV_MAX_M and K >= 256:
         return "gemv"
-    if (M <= SMALL_M and K >= 256) or (few_tiles and K >= 1024 and FEW_TILES_PATH == "split_k"):  # (1)!
+    if M <= SMALL_M and K >= 256:  # (1)!
         return "split_k"
     if tma_available() and _tma_layout(a) and _tma_layout(b):
         return "tma"
@@ -518,7 +529,7 @@ def matmul(
     if path == "gemv":
         _launch_gemv(a, b, c, activation, gemv_config(M, N, K, b.stride(0) == 1 and b.stride(1) != 1, config))
     elif path == "split_k":
-        cfg = split_k_config(M, N, K, a.dtype, b.stride(0) == 1 and b.stride(1) != 1, config)
+        cfg = split_k_config(M, N, K, a.dtype, config)
         _launch_split_k(a, b, c, activation, precision, cfg)
     elif path == "tma":
         _launch_tma(a, b, c, activation, precision, {**tile_config(M, N, K, a.dtype), **(config or {})})
