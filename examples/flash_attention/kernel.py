@@ -370,8 +370,8 @@ else:
         _config(128, 128, 8, 3, ws=True, hook=_set_descriptor_blocks),
         _config(64, 64, 4, 3, hook=_set_descriptor_blocks),  # short sequences: more programs
     ]
-    DKDV_CONFIGS = [_config(64, 128, 8, 3), _config(64, 64, 4, 3)]
-    DQ_CONFIGS = [_config(128, 64, 8, 3), _config(64, 64, 4, 3)]
+    DKDV_CONFIGS = [_config(64, 128, 8, 2), _config(32, 64, 4, 4), _config(64, 128, 8, 3), _config(64, 64, 4, 3)]
+    DQ_CONFIGS = [_config(128, 64, 8, 3), _config(128, 64, 8, 4), _config(128, 128, 8, 2), _config(64, 64, 4, 3)]
 
 FIXED_FWD_CONFIG = dict(BLOCK_M=64, BLOCK_N=64, WARP_SPECIALIZE=False, num_warps=4, num_stages=2)
 """The untuned FlashAttention-2 stage: one textbook tile, no autotuning (16×16 under the interpreter)."""
