@@ -5,6 +5,7 @@
   and for independent uniform errors its RMS is s·‖x‖/√12, which grows as √K.
 * The four dequantisation modes (shift, scale, scale-and-shift, fused
   multiply-add with −z·s precomputed) give the same weights, exactly in fp32.
+* The GEMV's shift-free unpacking (a code read in place as a subnormal float) is exact.
 * The memory-bound speed-up bound is the ratio of the bytes.
 """
 
@@ -105,6 +106,20 @@ def test_magic_number_unpacking():
     q = torch.arange(256, dtype=torch.int32)
     v = (q | 0x4B000000).view(torch.float32)
     assert torch.equal(v - 2.0**23, q.float())
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_shift_free_unpacking_is_exact(bits):
+    """The GEMV's unpacking: the masked code, still at its bit position, read as a float is the subnormal
+    q·2^(shift − 149); one multiply-add by 2^(100 − shift) and −z·2⁻⁴⁹ gives (q − z)·2⁻⁴⁹ exactly, for every
+    code, zero point and slot of a 16-bit half (the other half is shifted down by 16 first)."""
+    q = torch.arange(2**bits, dtype=torch.int32)[:, None]
+    z = torch.arange(2**bits, dtype=torch.float32)[None, :]
+    for shift in range(0, 16, bits):
+        tiny = (q << shift).view(torch.float32)
+        assert (tiny < 2.0**-126).all()  # subnormal: only mantissa bits are set
+        w = tiny * 2.0 ** (100 - shift) - z * 2.0**-49  # each step exact, so fused or not gives the same
+        assert torch.equal(w.double() * 2.0**49, (q - z).double())
 
 
 def test_bytes_and_speedup_bound():

@@ -58,6 +58,15 @@ def test_per_channel_ragged_k(path):
     check(quantized_matmul(x, packed, path=path), x, packed)
 
 
+@pytest.mark.parametrize("bits", [4, 8])
+def test_gemv_steps_span_groups_and_a_ragged_end(bits):
+    """A GEMV step of 256 inputs covers 16 groups of 16 (each word row reads its own scale and zero point),
+    and K = 384 leaves the last step half past the end, where the words and the metadata are masked."""
+    packed = quantize(random_tensor((40, 384)), bits, 16)
+    x = random_tensor((3, 384), torch.float16)
+    check(quantized_matmul(x, packed, path="gemv", config={"BLOCK_K": 256, "BLOCK_N": 16}), x, packed)
+
+
 @pytest.mark.parametrize("path", ["gemv", "dot"])
 def test_split_k_slices(path):
     packed = quantize(random_tensor((24, 512)), 4, 32)
@@ -207,6 +216,13 @@ def test_bad_packed_metadata():
         quantized_matmul(x, QuantizedWeight(packed.data, packed.scales, packed.zeros.T.contiguous().T, 4, 32, (8, 64)))
     with pytest.raises(ValueError, match="packed.data must be int32"):
         quantized_matmul(x, QuantizedWeight(packed.data.long(), packed.scales, packed.zeros, 4, 32, (8, 64)))
+
+
+def test_gemv_row_limit():
+    """The GEMV puts one program per row on grid axis z (at most 65535): more rows are refused, not truncated."""
+    packed = quantize(random_tensor((8, 64)), 4, 32)
+    with pytest.raises(ValueError, match="at most 65535 rows"):
+        quantized_matmul(random_tensor((65536, 64), torch.float16), packed, path="gemv")
 
 
 def test_wrong_device():

@@ -51,8 +51,9 @@ def qmm_atomic_kernel(
                          mask=(k_start + words * EPS < k_end)[:, None], other=0)
         x = tl.load(x_ptr + (rows % M).to(tl.int64)[:, None] * stride_xm + (k_start + ks)[None, :],
                     mask=(k_start + ks < k_end)[None, :], other=0.0)
-        s = tl.load(s_ptr + (k_start // GROUP) * N + safe_cols).to(tl.float32)
-        z = tl.load(z_ptr + (k_start // GROUP) * N + safe_cols).to(tl.float32)
+        meta = tl.cast(k_start // GROUP, tl.int64) * N + safe_cols  # (K/g)·N may pass 2**31
+        s = tl.load(s_ptr + meta).to(tl.float32)
+        z = tl.load(z_ptr + meta).to(tl.float32)
         w = tl.reshape(dequantize_tile(packed, s, z, BITS, True), (BLOCK_K, BLOCK_N))
         if UPCAST:
             acc = tl.dot(x.to(tl.float32), w, acc, input_precision="ieee")
@@ -93,8 +94,9 @@ def dequantize_kernel(data_ptr, s_ptr, z_ptr, out_ptr, N, K,
     in_bounds = (k_start + words * EPS < K)[:, None] & (cols < N)[None, :]
     packed = tl.load(data_ptr + (k_start // EPS + words).to(tl.int64)[:, None] * N + cols[None, :],
                      mask=in_bounds, other=0)
-    s = tl.load(s_ptr + (k_start // GROUP) * N + cols, mask=cols < N, other=1.0).to(tl.float32)
-    z = tl.load(z_ptr + (k_start // GROUP) * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+    meta = (k_start // GROUP).to(tl.int64) * N + cols  # (K/g)·N may pass 2**31
+    s = tl.load(s_ptr + meta, mask=cols < N, other=1.0).to(tl.float32)
+    z = tl.load(z_ptr + meta, mask=cols < N, other=0.0).to(tl.float32)
     w = dequantize_tile(packed, s, z, BITS, True)  # (WORDS, EPS, BLOCK_N): the matmul kernels' own helper
     ks = k_start + words[:, None] * EPS + tl.arange(0, EPS)[None, :]
     tl.store(out_ptr + cols.to(tl.int64)[None, None, :] * K + ks[:, :, None], w.to(out_ptr.dtype.element_ty),

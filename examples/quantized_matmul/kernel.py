@@ -165,8 +165,8 @@ def unpack(data: torch.Tensor, bits: int) -> torch.Tensor:
 
 
 def dequantize(packed: QuantizedWeight) -> torch.Tensor:
-    """``(q − z)·s`` as float32 (N, K): exact, since (q − z) has at most 9 bits and s at most 24."""
-    # Exact for fp16/bf16 scales (11 or 8 bits); fp32 scales (from fp32 weights) round the product once, 2**-24.
+    """``(q − z)·s`` as float32 (N, K): exact for fp16/bf16 scales ((q − z) has at most 9 significant bits,
+    s 11 or 8); fp32 scales (from fp32 weights) round the product once, 2⁻²⁴ relative."""
     N, K = packed.shape
     q = unpack(packed.data, packed.bits).float().reshape(N, K // packed.group_size, packed.group_size)
     w = (q - packed.zeros.T.float()[..., None]) * packed.scales.T.float()[..., None]
@@ -207,42 +207,56 @@ def qgemv_kernel(
     M, N, K, K_PER_SPLIT,
     stride_xm, stride_dk, stride_sg, stride_os, stride_om,
     BITS: tl.constexpr, GROUP: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr,
 ):
     EPS: tl.constexpr = 32 // BITS
+    HALF: tl.constexpr = EPS // 2  # codes per 16-bit half of a word
     WORDS: tl.constexpr = BLOCK_K // EPS
     pid_n = tl.program_id(0)
     split = tl.program_id(1)
-    m = tl.program_id(2)  # (1)!
+    m = tl.program_id(2)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    safe_cols = cols % N  # every load in bounds; the store is masked
+    safe_cols = cols if EVEN_N else cols % N  # every load in bounds; the store is masked
     words = tl.arange(0, WORDS)
-    lanes = tl.arange(0, EPS)
     k_begin = split * K_PER_SPLIT
     k_end = tl.minimum(K, k_begin + K_PER_SPLIT)
-    d_ptrs = data_ptr + (k_begin // EPS + words).to(tl.int64)[:, None] * stride_dk + safe_cols[None, :]  # (2)!
-    x_ptrs = x_ptr + m.to(tl.int64) * stride_xm + k_begin + words[:, None] * EPS + lanes[None, :]
-    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    d_ptrs = data_ptr + (k_begin // EPS + words).to(tl.int64)[:, None] * stride_dk + safe_cols[None, :]  # (1)!
+    x_ptrs = x_ptr + m.to(tl.int64) * stride_xm + k_begin + words * EPS
+    meta_cols = tl.max_contiguous(safe_cols, 4)[None, :]  # (2)!
+    acc = tl.zeros((WORDS, BLOCK_N), dtype=tl.float32)
     for k_start in range(k_begin, k_end, BLOCK_K):
+        k_word = k_start + words * EPS  # the first input of each word row
+        in_k = k_word < k_end
+        meta = (k_word // GROUP).to(tl.int64)[:, None] * stride_sg + meta_cols  # (3)!
         if EVEN_K:
             packed = tl.load(d_ptrs)
-            x = tl.load(x_ptrs).to(tl.float32)
-        else:
-            in_k = k_start + words * EPS < k_end
+            s = tl.load(s_ptr + meta).to(tl.float32)
+            z = tl.load(z_ptr + meta).to(tl.float32) * 2.0**-49
+        else:  # rows past the end: no words, and no group to read metadata from
             packed = tl.load(d_ptrs, mask=in_k[:, None], other=0)
-            x = tl.load(x_ptrs, mask=in_k[:, None], other=0.0).to(tl.float32)  # (3)!
-        group = k_start // GROUP  # (4)!
-        s = tl.load(s_ptr + group * stride_sg + safe_cols).to(tl.float32)
-        z = tl.load(z_ptr + group * stride_sg + safe_cols).to(tl.float32)
-        w = dequantize_tile(packed, s, z, BITS, False)
-        acc += s * tl.sum(tl.sum(w * x[:, :, None], axis=0), axis=0)  # (5)!
+            s = tl.load(s_ptr + meta, mask=in_k[:, None], other=0.0).to(tl.float32)
+            z = tl.load(z_ptr + meta, mask=in_k[:, None], other=0.0).to(tl.float32) * 2.0**-49
+        high = packed >> 16  # (4)!
+        part = tl.zeros((WORDS, BLOCK_N), dtype=tl.float32)
+        for i in tl.static_range(EPS):
+            shift = (i % HALF) * BITS
+            half = packed if i < HALF else high
+            tiny = (half & (((1 << BITS) - 1) << shift)).to(tl.float32, bitcast=True)  # (5)!
+            w = tiny * (2.0**100 / (1 << shift)) - z  # (6)!
+            if EVEN_K:
+                xi = tl.load(x_ptrs + i)
+            else:
+                xi = tl.load(x_ptrs + i, mask=in_k, other=0.0)  # (7)!
+            part += w * xi.to(tl.float32)[:, None]
+        acc += part * s  # (8)!
         d_ptrs += WORDS * stride_dk
         x_ptrs += BLOCK_K
+    y = tl.sum(acc, axis=0) * 2.0**49  # (9)!
     out_ptrs = out_ptr + split.to(tl.int64) * stride_os + m.to(tl.int64) * stride_om + cols
     if SPLIT_K == 1:
-        tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=cols < N)  # (6)!
+        tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=cols < N)
     else:
-        tl.store(out_ptrs, acc, mask=cols < N)
+        tl.store(out_ptrs, y, mask=cols < N)
 # --8<-- [end:gemv_kernel]
 
 
@@ -277,9 +291,9 @@ def qmm_kernel(
         else:
             packed = tl.load(d_ptrs, mask=(k_start + words * EPS < k_end)[:, None], other=0)
             x = tl.load(x_ptrs, mask=(k_start + ks < k_end)[None, :], other=0.0)  # (1)!
-        group = k_start // GROUP
-        s = tl.load(s_ptr + group * stride_sg + safe_cols).to(tl.float32)
-        z = tl.load(z_ptr + group * stride_sg + safe_cols).to(tl.float32)
+        meta = tl.cast(k_start // GROUP, tl.int64) * stride_sg + safe_cols  # (K/g)·N may pass 2**31
+        s = tl.load(s_ptr + meta).to(tl.float32)
+        z = tl.load(z_ptr + meta).to(tl.float32)
         w = dequantize_tile(packed, s, z, BITS, not PER_CHANNEL)  # (2)!
         w = tl.reshape(w, (BLOCK_K, BLOCK_N))  # (3)!
         if UPCAST:  # the interpreter's bf16 arithmetic is wrong: compute in fp32 there
@@ -304,8 +318,10 @@ def split_k_sum_kernel(partials_ptr, out_ptr, numel, SPLIT_K: tl.constexpr, BLOC
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < numel
     total = tl.zeros((BLOCK,), dtype=tl.float32)
-    for split in tl.static_range(SPLIT_K):  # (7)!
-        total += tl.load(partials_ptr + split * numel + offsets, mask=mask, other=0.0)
+    ptrs = partials_ptr + offsets
+    for _ in tl.static_range(SPLIT_K):  # (7)!
+        total += tl.load(ptrs, mask=mask, other=0.0)
+        ptrs += numel  # a pointer step, not split * numel: that product overflows int32 first
     tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)
 # --8<-- [end:mm_kernel]
 
@@ -320,7 +336,12 @@ def num_sms() -> int:
 
 GEMV_MAX_M = 1
 """Largest M sent to the CUDA-core GEMV kernel; above it the tensor cores win."""
-GEMV_CONFIG = dict(BLOCK_N=128, BLOCK_K=64, SPLIT_K=0, num_warps=4, num_stages=3)
+GEMV_CONFIGS = {  # by bit width (the H100 sweep's best); one word row per thread per step for int8, two for int4
+    4: dict(BLOCK_N=16, BLOCK_K=1024, SPLIT_K=0, PROGRAMS_PER_SM=2, num_warps=8, num_stages=1),
+    8: dict(BLOCK_N=16, BLOCK_K=256, SPLIT_K=0, PROGRAMS_PER_SM=4, num_warps=8, num_stages=1),
+}
+MAX_GEMV_ROWS = 65535
+"""The GEMV runs one program per activation row on grid axis z, which CUDA caps at 65535."""
 MM_CONFIGS = {  # by M: the first row whose bound is >= M
     16: dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, SPLIT_K=4, num_warps=4, num_stages=4),
     64: dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=4, num_stages=4),
@@ -337,21 +358,21 @@ def _fit_block_k(cfg: dict, packed: QuantizedWeight) -> dict:
 
 
 def _pick_split(cfg: dict, programs: int, K: int) -> dict:
-    """SPLIT_K = 0: double the K slices until the programs cover the SMs twice, keeping 4+ steps per slice."""
+    """SPLIT_K = 0: double the K slices until there are PROGRAMS_PER_SM (default 2) programs per SM,
+    keeping 4+ steps per slice."""
     if cfg["SPLIT_K"] == 0:
-        split = 1
-        while programs * split < 2 * num_sms() and K // (2 * split) >= 4 * cfg["BLOCK_K"]:  # (1)!
+        split, target = 1, cfg.get("PROGRAMS_PER_SM", 2) * num_sms()
+        while programs * split < target and K // (2 * split) >= 4 * cfg["BLOCK_K"]:  # (1)!
             split *= 2
         cfg["SPLIT_K"] = split
     return cfg
 
 
 def gemv_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict | None = None) -> dict:
-    cfg = dict(GEMV_CONFIG)
+    cfg = dict(GEMV_CONFIGS[packed.bits])
     if INTERPRETED:
         cfg.update(BLOCK_N=16, BLOCK_K=32)
-    cfg.update(overrides or {})
-    cfg = _fit_block_k(cfg, packed)
+    cfg.update(overrides or {})  # any BLOCK_K: each word row finds its own group
     return _pick_split(cfg, triton.cdiv(N, cfg["BLOCK_N"]) * M, K)
 
 
@@ -418,6 +439,9 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
         return out
     path = choose_path(M) if path == "auto" else path
     if path == "gemv":
+        if M > MAX_GEMV_ROWS:
+            raise ValueError(f"the GEMV takes at most {MAX_GEMV_ROWS} rows (one program per row), got M = {M}: "
+                             f"use path='dot' or 'auto'")
         cfg = gemv_config(M, N, K, packed, config)
         grid_mn = (triton.cdiv(N, cfg["BLOCK_N"]), M)
     else:
@@ -431,7 +455,7 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
     args = (x, packed.data, packed.scales, packed.zeros, target, M, N, K, k_per_split,
             x.stride(0), N, N, M * N, N)
     if path == "gemv":
-        qgemv_kernel[(grid_mn[0], split, M)](*args, **common)
+        qgemv_kernel[(grid_mn[0], split, M)](*args, EVEN_N=N % cfg["BLOCK_N"] == 0, **common)
     else:
         qmm_kernel[(grid_mn[0], split)](*args, PER_CHANNEL=packed.per_channel, BLOCK_M=cfg["BLOCK_M"],
                                          GROUP_SIZE_M=cfg["GROUP_SIZE_M"], UPCAST=INTERPRETED, **common)
@@ -449,13 +473,13 @@ UNIT_ROUNDOFF = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32
 def kernel_error_bound(x: torch.Tensor, packed: QuantizedWeight, dtype: torch.dtype) -> torch.Tensor:
     """Per-element bound on |kernel − x·dequantize(W)ᵀ| (float64, (M, N)).
 
-    The dequantised weight is exact in fp32 and rounded once to the
-    activations' dtype before the tensor-core dot (relative error u each);
-    the fp32 accumulation adds at most (K/16 + 16)·2⁻²² relative to Σ|x·w|
-    (tensor cores add 16 products per step, with truncation); the output is
-    rounded once (u relative to |y|).
+    The dequantised weight is exact in fp32 for fp16/bf16 scales (fp32 scales
+    round it once, 2⁻²⁴ relative, well inside the accumulation term) and is
+    rounded once to the activations' dtype before the tensor-core dot
+    (relative error u each); the fp32 accumulation adds at most
+    (K/16 + 16)·2⁻²² relative to Σ|x·w| (tensor cores add 16 products per
+    step, with truncation); the output is rounded once (u relative to |y|).
     """
-    # "Exact in fp32" holds for fp16/bf16 scales; fp32 scales round (q − z)·s once (2**-24), well inside the sum term.
     u = UNIT_ROUNDOFF[dtype]
     w = dequantize(packed).double().to(x.device)
     x64 = x.double()
