@@ -1,43 +1,26 @@
 """layer_norm: forward and backward (dx, dW, dB) against float64 PyTorch on fresh random inputs."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from academy import DEVICE, INTERPRETED
-from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from academy.testing import FLOAT_DTYPES, assert_close, random_tensor
 from examples import norm_launch
 from examples.layer_norm import kernel
 from examples.layer_norm.kernel import layer_norm, reference
 from examples.norm_launch import tile_config
 
+sys.path.insert(0, str(Path(__file__).parent))
+from norm_fixtures import norm_fixtures  # noqa: E402
+
 SHAPES = [(1, 1), (3, 7), (5, 127), (33, 1000), (2, 3, 1025), (4, 3001)]
 
 
-@pytest.fixture(autouse=True)
-def _poison_outputs(monkeypatch):
-    poison_allocations(monkeypatch, kernel)
-    poison_allocations(monkeypatch, norm_launch)
-
-
-def _set_limits(monkeypatch, **values):
-    """Set launch constants where they live: the chapter's own limits or the shared rules."""
-    for name, value in values.items():
-        monkeypatch.setattr(kernel if hasattr(kernel, name) else norm_launch, name, value)
-
-
-@pytest.fixture(params=["fused", "wide"])
-def path(request, monkeypatch):
-    """Run each test through both kernel families: shrinking the limits sends
-    every row above 64 columns through the chunked kernels, in chunks of 128."""
-    if request.param == "wide":
-        monkeypatch.setattr(kernel, "MAX_FUSED_COLS", 64)
-        monkeypatch.setattr(norm_launch, "FWD_MAX_FUSED_COLS", 64)
-        monkeypatch.setattr(norm_launch, "WIDE_BLOCK_N", 128)
-        monkeypatch.setattr(norm_launch, "WIDE_NUM_WARPS", 1)
-        monkeypatch.setattr(norm_launch, "COLUMNS_BLOCK_N", 128)
-        monkeypatch.setattr(norm_launch, "COLUMNS_NUM_WARPS", 1)
-    return request.param
+_poison_outputs, path, _set_limits = norm_fixtures(kernel)
 
 
 def _torch_grads(x, w, b, dy, dtype, eps=1e-5):
