@@ -53,7 +53,7 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 HEAD_DIMS = (64, 128)
 PATHS = ("auto", "tma", "pointer")
 LOG2E = 1.4426950408889634  # 1 / ln 2
-SIZES = ["S_Q", "S_K", "H", "GROUP", "S_KEY"]
+SIZES = ["S_Q", "S_K", "H", "GROUP"]
 """Not specialised on (Triton would compile a variant per divisibility by 16 of each): one binary for every length."""
 MAX_GRID_Y = 65535
 """CUDA's limit on the second grid dimension, which carries batch × heads."""
@@ -140,7 +140,7 @@ def attn_fwd_inner(
 @triton.jit(do_not_specialize=SIZES)
 def attn_fwd_kernel(
     Q, K, V, O, LSE, sm_scale,
-    S_Q, S_K, H, GROUP, S_KEY,
+    S_Q, S_K, H, GROUP,
     stride_qb, stride_qh, stride_qm, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_om,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
@@ -240,7 +240,7 @@ def bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, bh, offs_n, lo, hi, S_Q, shif
 @triton.jit(do_not_specialize=SIZES)
 def attn_bwd_dkdv_kernel(
     Q, K, V, DO, LSE, DELTA, DK, DV, sm_scale,
-    S_Q, S_K, H, GROUP, S_KEY,
+    S_Q, S_K, H, GROUP,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
@@ -307,7 +307,7 @@ def bwd_dq_step(dq, q, do, lse, delta, K, V, kv_bh, offs_m, lo, hi, S_K, shift, 
 @triton.jit(do_not_specialize=SIZES)
 def attn_bwd_dq_kernel(
     Q, K, V, DO, LSE, DELTA, DQ, sm_scale,
-    S_Q, S_K, H, GROUP, S_KEY,
+    S_Q, S_K, H, GROUP,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
@@ -344,49 +344,61 @@ def attn_bwd_dq_kernel(
 
 
 # --8<-- [start:configs]
-def _set_descriptor_blocks(nargs: dict) -> None:
-    """Autotuner pre-hook: a descriptor's block shape must match the config being tried."""
-    if isinstance(nargs["Q"], torch.Tensor):
-        return
-    d = nargs["HEAD_DIM"]
-    nargs["Q"].block_shape = [1, nargs["BLOCK_M"], d]
-    nargs["O"].block_shape = [1, nargs["BLOCK_M"], d]
-    nargs["K"].block_shape = [1, nargs["BLOCK_N"], d]
-    nargs["V"].block_shape = [1, nargs["BLOCK_N"], d]
+def _fwd(bm: int, bn: int, warps: int, stages: int, ws: bool = False) -> dict:
+    return dict(BLOCK_M=bm, BLOCK_N=bn, WARP_SPECIALIZE=ws, num_warps=warps, num_stages=stages)
 
 
-def _config(bm, bn, warps, stages, ws=False, hook=None):
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "WARP_SPECIALIZE": ws} if hook else
-                         {"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages, pre_hook=hook)
+def _bwd(bm: int, bn: int, warps: int, stages: int) -> dict:
+    return dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages)
 
 
-if INTERPRETED:  # (1)!
-    FWD_CONFIGS = [_config(16, 16, 4, 1, hook=_set_descriptor_blocks)]
-    DKDV_CONFIGS = [_config(16, 16, 4, 1)]
-    DQ_CONFIGS = [_config(16, 16, 4, 1)]
-else:
-    FWD_CONFIGS = [  # (2)!
-        _config(128, 128, 8, 3, hook=_set_descriptor_blocks),
-        _config(128, 128, 8, 3, ws=True, hook=_set_descriptor_blocks),
-        _config(64, 64, 4, 3, hook=_set_descriptor_blocks),  # short sequences: more programs
-    ]
-    DKDV_CONFIGS = [_config(64, 128, 8, 2), _config(32, 64, 4, 4), _config(64, 128, 8, 3), _config(64, 64, 4, 3)]
-    DQ_CONFIGS = [_config(128, 64, 8, 3), _config(128, 64, 8, 4), _config(128, 128, 8, 2), _config(64, 64, 4, 3)]
+def sequence_bucket(s_q: int, s_k: int) -> str:
+    """The longer sequence's bucket: ``"short"`` up to 1024, ``"medium"`` up to 4096, ``"long"`` beyond."""
+    s = max(s_q, s_k)
+    return "short" if s <= 1024 else "medium" if s <= 4096 else "long"
+
+
+FWD_TABLE = {  # (1)!
+    (128, True): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(128, 128, 8, 3, ws=True), "long": _fwd(128, 128, 8, 3)},
+    (128, False): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(128, 128, 8, 3), "long": _fwd(128, 128, 8, 3, ws=True)},
+    (64, True): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(64, 64, 4, 3), "long": _fwd(64, 64, 4, 3)},
+    (64, False): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(128, 64, 8, 3, ws=True),
+                  "long": _fwd(128, 64, 8, 3, ws=True)},
+}
+"""Forward config per (head size, causal) and sequence bucket, the winners of a sweep timed like the benchmark."""
+
+BWD_TABLE = {  # (2)!
+    (True, "short"): (_bwd(32, 64, 4, 4), _bwd(128, 64, 8, 3)),
+    (True, "medium"): (_bwd(64, 128, 8, 2), _bwd(128, 64, 8, 3)),
+    (True, "long"): (_bwd(64, 128, 8, 2), _bwd(128, 64, 8, 3)),
+    (False, "short"): (_bwd(32, 64, 4, 4), _bwd(128, 64, 8, 3)),
+    (False, "medium"): (_bwd(64, 128, 8, 3), _bwd(128, 128, 8, 2)),
+    (False, "long"): (_bwd(64, 128, 8, 3), _bwd(128, 64, 8, 3)),
+}
+"""(dK/dV config, dQ config) per (causal, sequence bucket), for both head sizes."""
+
+INTERPRETER_FWD = _fwd(16, 16, 4, 1)  # (3)!
+INTERPRETER_BWD = (_bwd(16, 16, 4, 1), _bwd(16, 16, 4, 1))
+
+
+def forward_config(head_dim: int, causal: bool, s_q: int, s_k: int) -> dict:
+    """The forward's meta-parameters for this problem: a table lookup, no autotuning."""
+    if INTERPRETED:
+        return INTERPRETER_FWD
+    return FWD_TABLE[head_dim, causal][sequence_bucket(s_q, s_k)]
+
+
+def backward_configs(causal: bool, s_q: int, s_k: int) -> tuple[dict, dict]:
+    """(dK/dV, dQ) meta-parameters for this problem: a table lookup, no autotuning."""
+    if INTERPRETED:
+        return INTERPRETER_BWD
+    return BWD_TABLE[causal, sequence_bucket(s_q, s_k)]
+
 
 FIXED_FWD_CONFIG = dict(BLOCK_M=64, BLOCK_N=64, WARP_SPECIALIZE=False, num_warps=4, num_stages=2)
-"""The untuned FlashAttention-2 stage: one textbook tile, no autotuning (16×16 under the interpreter)."""
+"""The untuned FlashAttention-2 stage: one textbook tile, whatever the problem (16×16 under the interpreter)."""
 if INTERPRETED:
     FIXED_FWD_CONFIG = dict(FIXED_FWD_CONFIG, BLOCK_M=16, BLOCK_N=16, num_stages=1)
-
-KEY = ["S_KEY", "HEAD_DIM", "CAUSAL", "GROUP"]
-attn_fwd_tuned = triton.autotune(FWD_CONFIGS, key=KEY + ["USE_TMA"])(attn_fwd_kernel)  # (3)!
-attn_bwd_dkdv_tuned = triton.autotune(DKDV_CONFIGS, key=KEY, reset_to_zero=None)(attn_bwd_dkdv_kernel)
-attn_bwd_dq_tuned = triton.autotune(DQ_CONFIGS, key=KEY)(attn_bwd_dq_kernel)
-
-
-def sequence_key(s_q: int, s_k: int) -> int:
-    """Autotuning bucket: the next power of two of the longer sequence (one tuning per bucket, not per length)."""
-    return triton.next_power_of_2(max(s_q, s_k))
 # --8<-- [end:configs]
 
 
@@ -402,7 +414,7 @@ def tma_available() -> bool:
 
 
 def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
-    """A (B·H, S, D) descriptor over a contiguous (B, H, S, D) tensor; the block shape is set per config."""
+    """A (B·H, S, D) descriptor over a contiguous (B, H, S, D) tensor, read and written ``rows`` rows at a time."""
     b, h, s, d = t.shape
     return TensorDescriptor(t, shape=[b * h, s, d], strides=[s * d, d, 1], block_shape=[1, rows, d])
 # --8<-- [end:tma_check]
@@ -458,47 +470,42 @@ def forward_path(path: str, *tensors: torch.Tensor) -> str:
 def flash_forward(q, k, v, causal: bool, sm_scale: float, path: str = "auto", config: dict | None = None):
     """Launch the forward on contiguous inputs; returns (o, lse) with lse in log2 units, (B, H, S_q) fp32.
 
-    ``config`` fixes the meta-parameters (no autotuning): the untuned stage uses it, and so can a tuning sweep.
+    ``config`` overrides the table's meta-parameters: the untuned stage uses it, and so can a tuning sweep.
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
     o = torch.empty_like(q)
     lse = torch.empty((B, H, S_q), dtype=torch.float32, device=q.device)
     if o.numel() == 0:
         return o, lse
+    config = forward_config(D, causal, S_q, S_k) if config is None else config  # (1)!
     path = forward_path(path, q, k, v)
     if path == "tma":
-        args = [_descriptor(q, 16), _descriptor(k, 16), _descriptor(v, 16), _descriptor(o, 16)]  # (1)!
+        bm, bn = config["BLOCK_M"], config["BLOCK_N"]
+        args = [_descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(o, bm)]  # (2)!
     else:
         args = [q, k, v, o]
-    args += [lse, sm_scale, S_q, S_k, H, H // H_kv, sequence_key(S_q, S_k),
+    args += [lse, sm_scale, S_q, S_k, H, H // H_kv,
              *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3]]
     common = dict(HEAD_DIM=D, CAUSAL=causal, USE_TMA=path == "tma", UPCAST=INTERPRETED)
-    if config is None:
-        grid = lambda meta: (triton.cdiv(S_q, meta["BLOCK_M"]), B * H)  # noqa: E731
-        attn_fwd_tuned[grid](*args, **common)  # (2)!
-    else:
-        if path == "tma":
-            _set_descriptor_blocks({"Q": args[0], "K": args[1], "V": args[2], "O": args[3], "HEAD_DIM": D, **config})
-        attn_fwd_kernel[(triton.cdiv(S_q, config["BLOCK_M"]), B * H)](*args, **common, **config)
+    attn_fwd_kernel[(triton.cdiv(S_q, config["BLOCK_M"]), B * H)](*args, **common, **config)
     return o, lse
 
 
 def flash_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: tuple | None = None):
-    """dq, dk, dv from the saved lse: Δ = rowsum(dO∘O), then the dK/dV and dQ kernels (contiguous inputs)."""
+    """dq, dk, dv from the saved lse: Δ = rowsum(dO∘O), then the dK/dV and dQ kernels (contiguous inputs).
+
+    ``configs`` = (dK/dV config, dQ config) overrides the table's.
+    """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
     delta = torch.empty_like(lse)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     attn_bwd_preprocess_kernel[(triton.cdiv(S_q, 64), B * H)](o, do, delta, S_q, HEAD_DIM=D, BLOCK_M=64)  # (3)!
+    kv_cfg, q_cfg = backward_configs(causal, S_q, S_k) if configs is None else configs
     args = (q, k, v, do, lse, delta)
-    sizes = (sm_scale, S_q, S_k, H, H // H_kv, sequence_key(S_q, S_k))
+    sizes = (sm_scale, S_q, S_k, H, H // H_kv)
     common = dict(HEAD_DIM=D, CAUSAL=causal, UPCAST=INTERPRETED)
-    if configs is None:
-        attn_bwd_dkdv_tuned[lambda meta: (triton.cdiv(S_k, meta["BLOCK_N"]), B * H_kv)](*args, dk, dv, *sizes, **common)
-        attn_bwd_dq_tuned[lambda meta: (triton.cdiv(S_q, meta["BLOCK_M"]), B * H)](*args, dq, *sizes, **common)
-    else:
-        kv_cfg, q_cfg = configs
-        attn_bwd_dkdv_kernel[(triton.cdiv(S_k, kv_cfg["BLOCK_N"]), B * H_kv)](*args, dk, dv, *sizes, **common, **kv_cfg)
-        attn_bwd_dq_kernel[(triton.cdiv(S_q, q_cfg["BLOCK_M"]), B * H)](*args, dq, *sizes, **common, **q_cfg)
+    attn_bwd_dkdv_kernel[(triton.cdiv(S_k, kv_cfg["BLOCK_N"]), B * H_kv)](*args, dk, dv, *sizes, **common, **kv_cfg)
+    attn_bwd_dq_kernel[(triton.cdiv(S_q, q_cfg["BLOCK_M"]), B * H)](*args, dq, *sizes, **common, **q_cfg)
     return dq, dk, dv
 
 

@@ -6,9 +6,9 @@
 ``flash``           FlashAttention-2: stream K and V in blocks with the online softmax, exp2,
                     causal loop split, masked blocks skipped; masked pointer loads, one
                     textbook 64×64 tile, no tuning
-``academy``         (the final op) the same kernel autotuned (tile, warps, stages, warp
-                    specialisation), reading Q, K, V and writing O through tensor
-                    descriptors (TMA) on Hopper
+``academy``         (the final op) the same kernel with a tile, warps, stages and warp
+                    specialisation looked up per problem in a fixed table, reading Q, K, V
+                    and writing O through tensor descriptors (TMA) on Hopper
 ==================  =====================================================================
 
 Every stage saves the same log2-domain log-sum-exp, so all of them share the
