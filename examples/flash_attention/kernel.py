@@ -42,12 +42,8 @@ import triton
 import triton.language as tl
 
 from academy import DEVICE, INTERPRETED
+from academy.tma import TensorDescriptor, tma_available
 from academy.validation import check_tensor
-
-try:  # host-side tensor descriptors (Triton ≥ 3.4); the pointer path runs without them
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - older Triton
-    TensorDescriptor = None
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 HEAD_DIMS = (64, 128)
@@ -403,16 +399,6 @@ if INTERPRETED:
 
 
 # --8<-- [start:tma_check]
-@functools.cache
-def tma_available() -> bool:
-    """Tensor descriptors exist in this Triton and the GPU has TMA (Hopper, sm_90, or newer)."""
-    if TensorDescriptor is None:
-        return False
-    if INTERPRETED:
-        return True  # the interpreter emulates descriptors: the CPU tests run this path too
-    return torch.cuda.get_device_capability()[0] >= 9
-
-
 def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
     """A (B·H, S, D) descriptor over a contiguous (B, H, S, D) tensor, read and written ``rows`` rows at a time."""
     b, h, s, d = t.shape

@@ -35,13 +35,9 @@ import triton
 import triton.language as tl
 
 from academy import DEVICE, INTERPRETED
+from academy.tma import TensorDescriptor, tma_available
 from academy.validation import check_tensor
 from examples.tiled_matmul.kernel import grouped_tile
-
-try:  # host-side tensor descriptors (Triton ≥ 3.4); the pointer path runs without them
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - older Triton
-    TensorDescriptor = None
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 ACTIVATIONS = (None, "relu", "leaky_relu", "gelu")
@@ -305,11 +301,10 @@ def tile_class(M: int, N: int, dtype: torch.dtype) -> str:
         return "fp32"
     if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= num_sms():  # (2)!
         return "large"
-    if triton.cdiv(M, 128) * triton.cdiv(N, 128) >= num_sms():
+    square_tiles = triton.cdiv(M, 128) * triton.cdiv(N, 128)
+    if square_tiles >= num_sms():
         return "medium"
-    if triton.cdiv(M, 128) * triton.cdiv(N, 128) >= num_sms() // 2:
-        return "small"
-    return "few"
+    return "small" if square_tiles >= num_sms() // 2 else "few"
 
 
 def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict | None = None) -> dict:
@@ -365,16 +360,6 @@ def _tma_layout(t: torch.Tensor) -> str | None:
     if t.stride(0) == 1 and (t.stride(1) * size) % 16 == 0:
         return "column"
     return None
-
-
-@functools.cache
-def tma_available() -> bool:
-    """Tensor descriptors exist in this Triton and the GPU has TMA (Hopper, sm_90, or newer)."""
-    if TensorDescriptor is None:
-        return False
-    if INTERPRETED:
-        return True  # the interpreter emulates descriptors: the CPU tests run this path too
-    return torch.cuda.get_device_capability()[0] >= 9
 # --8<-- [end:tma_check]
 
 

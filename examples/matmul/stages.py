@@ -24,13 +24,13 @@ import triton
 import triton.language as tl
 
 from academy import INTERPRETED
+from academy.tma import tma_available
 from examples.matmul.kernel import (
     _check_inputs,
     _tma_layout,
     activate,
     matmul,
     matmul_pointer_kernel,
-    tma_available,
 )
 from examples.tiled_matmul import kernel as tiled
 
