@@ -88,12 +88,12 @@ def test_wide_rows_large_logits_online_lse(per_lane, monkeypatch):
 
 
 @pytest.mark.parametrize("knobs", [
-    dict(SPLIT_ROWS=False, PROGRAMS_PER_SM=1, REVERSE=False),
+    dict(SPLIT_ROWS=False, PROGRAMS_PER_SM=1, PER_LANE=True),
     dict(SPLIT_ROWS=False, PROGRAMS_PER_SM=2, KEEP="evict_last", STREAM="evict_first", PER_LANE=False),
     dict(SPLIT_ROWS=False, PROGRAMS_PER_SM=0),
     dict(SPLIT_ROWS=True, SPLIT_BLOCK_V=4096, SPLIT_PROGRAMS_PER_SM=1, LOAD_HINT="", STORE_HINT="", PREFETCH=False),
     dict(SPLIT_ROWS=True, SPLIT_BLOCK_V=MAX_BLOCK_V, SPLIT_WARPS=32),
-], ids=["two-sweeps-persistent-forward-order", "two-sweeps-hints-chunk-max", "two-sweeps-row-per-program",
+], ids=["two-sweeps-persistent-max-per-lane", "two-sweeps-hints-chunk-max", "two-sweeps-row-per-program",
         "split-rows-5-chunks", "split-rows-2-chunks"])
 def test_tuning_knobs_keep_results_exact(knobs, monkeypatch):
     """Every variant the tuning sweep may pick computes the same thing (persistent grids

@@ -22,6 +22,7 @@ from examples.cross_entropy.kernel import (
     SUPPORTED_DTYPES,
     _forward,
     check_options,
+    count_valid,
     reduce_losses,
     scale_by_grad_output,
     transform_logits,
@@ -63,7 +64,7 @@ def _fused_forward(hidden, weight, target, options, need_dh: bool, need_dw: bool
     loss_rows = torch.empty(n_rows, dtype=torch.float32, device=hidden.device)
     grad_hidden = torch.empty_like(hidden) if need_dh else None
     grad_weight = torch.empty_like(weight) if need_dw else None  # (1)!
-    n_valid = (target != ignore_index).sum()
+    n_valid = count_valid(target, ignore_index)
     for start in range(0, n_rows, chunk):
         h = hidden[start:start + chunk]
         logits = h @ weight.T  # (2)!
@@ -77,7 +78,7 @@ def _fused_forward(hidden, weight, target, options, need_dh: bool, need_dw: bool
         elif need_dw:
             grad_weight.addmm_(logits.T, h)
         del logits
-    return reduce_losses(loss_rows, target, ignore_index, reduction).to(hidden.dtype), grad_hidden, grad_weight
+    return reduce_losses(loss_rows, n_valid, reduction).to(hidden.dtype), grad_hidden, grad_weight
 
 
 class _FusedLinearCrossEntropy(torch.autograd.Function):
@@ -141,7 +142,7 @@ def fused_linear_cross_entropy(
     hidden, weight = hidden.contiguous(), weight.contiguous()
     options = (ignore_index, reduction, float(label_smoothing), softcap, logit_scale)
     if hidden.shape[0] == 0:
-        loss = reduce_losses(hidden.new_zeros(0, dtype=torch.float32), target, ignore_index, reduction)
+        loss = reduce_losses(hidden.new_zeros(0, dtype=torch.float32), count_valid(target, ignore_index), reduction)
         return loss.to(hidden.dtype)
     if (hidden.requires_grad or weight.requires_grad) and torch.is_grad_enabled():
         return _FusedLinearCrossEntropy.apply(hidden, weight, target, options, chunk)

@@ -7,10 +7,11 @@ transforms of the logits used by real models: ``logit_scale`` (multiply, as
 Cohere does) and ``softcap`` (``t·tanh(z/t)``, as Gemma 2 does); when both are
 given the scale is applied first.
 
-One program streams one row in chunks of ``BLOCK_V`` values: a first sweep
-keeps an online max and sum of exponentials (the row may be 262,144 wide), a
-second sweep writes the gradient ``softmax − one-hot`` through the chain rule
-of the transforms. The gradient is therefore ready when the forward returns;
+One program streams one row in chunks of ``BLOCK_V`` values, each chunk's
+load issued before the arithmetic on the previous one: a first sweep keeps an
+online max and sum of exponentials (the row may be 262,144 wide), a second
+sweep walks back over the row and writes the gradient ``softmax − one-hot``
+through the chain rule of the transforms. The gradient is therefore ready when the forward returns;
 ``backward`` only multiplies by ``grad_output`` and skips even that when
 ``grad_output`` is 1 (the ``loss.backward()`` case), deciding on the device.
 
@@ -83,6 +84,7 @@ def _transform(x, softcap, logit_scale, HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl
 # --8<-- [end:helpers]
 
 
+
 # --8<-- [start:kernel]
 @triton.jit
 def cross_entropy_row(
@@ -92,18 +94,19 @@ def cross_entropy_row(
     ignore_index, label_smoothing, softcap, logit_scale,
     HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr,
     WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr,
-    BLOCK_V: tl.constexpr, PER_LANE: tl.constexpr, REVERSE: tl.constexpr,
+    BLOCK_V: tl.constexpr, PER_LANE: tl.constexpr,
     KEEP: tl.constexpr, STREAM: tl.constexpr,  # eviction hints ("" for none)
 ):
     x_row = x_ptr + row * x_row_stride  # (1)!
     grad_row = grad_ptr + row * grad_row_stride
     y = tl.load(target_ptr + row)
+    lanes = tl.arange(0, BLOCK_V)
 
     if y == ignore_index:  # (2)!
         tl.store(loss_ptr + row, 0.0)
         if WRITE_GRAD:
             for start in range(0, n_cols, BLOCK_V):
-                cols = start + tl.arange(0, BLOCK_V)
+                cols = start + lanes
                 tl.store(grad_row + cols, tl.zeros([BLOCK_V], tl.float32).to(grad_ptr.dtype.element_ty),
                          mask=cols < n_cols)
     else:
@@ -112,11 +115,15 @@ def cross_entropy_row(
         chunk_max = tl.max(running_max, axis=0)  # one for the row (PER_LANE=False)
         running_sum = tl.zeros([BLOCK_V], tl.float32)
         sum_z = tl.zeros([BLOCK_V], tl.float32)  # Σ z_j, for label smoothing
+        x_next = tl.load(x_row + lanes, mask=lanes < n_cols, other=0.0, eviction_policy=KEEP)
+        x = x_next  # defined before the loop so that the last chunk outlives it
         for start in range(0, n_cols, BLOCK_V):
-            cols = start + tl.arange(0, BLOCK_V)
+            cols = start + lanes
             mask = cols < n_cols
-            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=KEEP).to(tl.float32)  # (3)!
-            z = _transform(x, softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
+            x = x_next
+            x_next = tl.load(x_row + BLOCK_V + cols, mask=BLOCK_V + cols < n_cols, other=0.0,  # (3)!
+                             eviction_policy=KEEP)
+            z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
             z = tl.where(mask, z, -float("inf"))  # (4)!
             if HAS_SMOOTHING:
                 sum_z += tl.where(mask, z, 0.0)
@@ -147,33 +154,40 @@ def cross_entropy_row(
         tl.store(loss_ptr + row, loss)
 
         if WRITE_GRAD:
-            # Sweep 2: the gradient, chunk by chunk (the row was just read: mostly L2 hits).
+            # Sweep 2, backwards from the last chunk, which is still in registers (x).
             if MEAN:
                 row_weight = 1.0 / tl.load(n_valid_ptr).to(tl.float32)  # (9)!
             else:
                 row_weight = 1.0
             n_chunks = tl.cdiv(n_cols, BLOCK_V)
+            x_next = x
             for i in range(0, n_chunks):
-                if REVERSE:  # the chunks read last in sweep 1 are the likeliest still in L2
-                    start = (n_chunks - 1 - i) * BLOCK_V
-                else:
-                    start = i * BLOCK_V
-                cols = start + tl.arange(0, BLOCK_V)
-                mask = cols < n_cols
-                x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=STREAM).to(tl.float32)
-                z = _transform(x, softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
-                dz = tl.exp(z - lse)  # (10)!
-                if HAS_SMOOTHING:
-                    dz = dz - label_smoothing / n_cols - tl.where(cols == y, 1.0 - label_smoothing, 0.0)
-                else:
-                    dz = dz - tl.where(cols == y, 1.0, 0.0)
-                if HAS_SOFTCAP:
-                    capped = z / softcap
-                    dz = dz * (1.0 - capped * capped)  # (11)!
-                if HAS_SCALE:
-                    dz = dz * logit_scale  # (12)!
-                tl.store(grad_row + cols, (dz * row_weight).to(grad_ptr.dtype.element_ty), mask=mask,
+                cols = (n_chunks - 1 - i) * BLOCK_V + lanes
+                x = x_next
+                x_next = tl.load(x_row + cols - BLOCK_V, mask=cols >= BLOCK_V, other=0.0,  # (14)!
+                                 eviction_policy=STREAM)
+                z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
+                dz = _dlogits(z, lse, cols, y, n_cols, label_smoothing, softcap, logit_scale, row_weight,
+                              HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING)
+                tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), mask=cols < n_cols,
                          eviction_policy=STREAM)
+
+
+@triton.jit
+def _dlogits(z, lse, cols, y, n_cols, label_smoothing, softcap, logit_scale, row_weight,
+             HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr):
+    """One chunk of the gradient: softmax minus the target distribution, through the cap and the scale."""
+    dz = tl.exp(z - lse)  # (10)!
+    if HAS_SMOOTHING:
+        dz = dz - label_smoothing / n_cols - tl.where(cols == y, 1.0 - label_smoothing, 0.0)
+    else:
+        dz = dz - tl.where(cols == y, 1.0, 0.0)
+    if HAS_SOFTCAP:
+        capped = z / softcap
+        dz = dz * (1.0 - capped * capped)  # (11)!
+    if HAS_SCALE:
+        dz = dz * logit_scale  # (12)!
+    return dz * row_weight
 
 
 @triton.jit
@@ -183,7 +197,7 @@ def cross_entropy_kernel(
     ignore_index, label_smoothing, softcap, logit_scale,
     HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr,
     WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr,
-    BLOCK_V: tl.constexpr, PER_LANE: tl.constexpr, REVERSE: tl.constexpr,
+    BLOCK_V: tl.constexpr, PER_LANE: tl.constexpr,
     KEEP: tl.constexpr, STREAM: tl.constexpr,
     PERSISTENT: tl.constexpr,  # a fixed grid of programs looping over rows
 ):
@@ -192,13 +206,13 @@ def cross_entropy_kernel(
             cross_entropy_row(
                 row, x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr,
                 n_cols, x_row_stride, grad_row_stride, ignore_index, label_smoothing, softcap, logit_scale,
-                HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING, WRITE_GRAD, MEAN, BLOCK_V, PER_LANE, REVERSE, KEEP, STREAM,
+                HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING, WRITE_GRAD, MEAN, BLOCK_V, PER_LANE, KEEP, STREAM,
             )
     else:
         cross_entropy_row(
             tl.program_id(0).to(tl.int64), x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr,  # (13)!
             n_cols, x_row_stride, grad_row_stride, ignore_index, label_smoothing, softcap, logit_scale,
-            HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING, WRITE_GRAD, MEAN, BLOCK_V, PER_LANE, REVERSE, KEEP, STREAM,
+            HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING, WRITE_GRAD, MEAN, BLOCK_V, PER_LANE, KEEP, STREAM,
         )
 # --8<-- [end:kernel]
 
@@ -276,18 +290,9 @@ def cross_entropy_split_kernel(
                     else:
                         loss = lse - z_y
                     tl.store(loss_ptr + row, loss)
-                dz = tl.exp(z - lse)
-                if HAS_SMOOTHING:
-                    dz = dz - label_smoothing / n_cols - tl.where(cols == y, 1.0 - label_smoothing, 0.0)
-                else:
-                    dz = dz - tl.where(cols == y, 1.0, 0.0)
-                if HAS_SOFTCAP:
-                    capped = z / softcap
-                    dz = dz * (1.0 - capped * capped)
-                if HAS_SCALE:
-                    dz = dz * logit_scale
-                tl.store(grad_row + cols, (dz * row_weight).to(grad_ptr.dtype.element_ty), mask=mask,
-                         eviction_policy=STORE_HINT)
+                dz = _dlogits(z, lse, cols, y, n_cols, label_smoothing, softcap, logit_scale, row_weight,
+                              HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING)
+                tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), mask=mask, eviction_policy=STORE_HINT)
 # --8<-- [end:split_kernel]
 
 
@@ -295,20 +300,22 @@ def cross_entropy_split_kernel(
 @triton.jit
 def scale_by_grad_output_kernel(
     g_ptr, grad_output_ptr,
-    n_cols, row_stride,
+    n_rows, n_cols, row_stride,
     PER_ROW: tl.constexpr,  # reduction="none": one grad_output per row
     BLOCK: tl.constexpr,
 ):
-    row = tl.program_id(0).to(tl.int64)
-    if PER_ROW:
-        go = tl.load(grad_output_ptr + row).to(tl.float32)
-    else:
-        go = tl.load(grad_output_ptr).to(tl.float32)  # (1)!
-    if go != 1.0:  # (2)!
-        cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-        mask = cols < n_cols
-        g = tl.load(g_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
-        tl.store(g_ptr + row * row_stride + cols, (g * go).to(g_ptr.dtype.element_ty), mask=mask)
+    go = tl.load(grad_output_ptr).to(tl.float32)  # (1)!
+    if PER_ROW or go != 1.0:  # (2)!
+        col_blocks = tl.cdiv(n_cols, BLOCK)
+        for tile in range(tl.program_id(0).to(tl.int64), tl.cast(n_rows, tl.int64) * col_blocks, tl.num_programs(0)):  # (3)!
+            row = tile // col_blocks
+            if PER_ROW:
+                go = tl.load(grad_output_ptr + row).to(tl.float32)
+            if go != 1.0:
+                cols = (tile % col_blocks) * BLOCK + tl.arange(0, BLOCK)
+                mask = cols < n_cols
+                g = tl.load(g_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+                tl.store(g_ptr + row * row_stride + cols, (g * go).to(g_ptr.dtype.element_ty), mask=mask)
 # --8<-- [end:scale_kernel]
 
 
@@ -316,10 +323,8 @@ def scale_by_grad_output_kernel(
 MAX_BLOCK_V = 16384
 """Chunk width of one sweep step (a row wider than this is streamed in chunks)."""
 NUM_WARPS = 32
-PER_LANE = True
+PER_LANE = False
 """Online max per lane (True) or per chunk (False); see the kernel's sweep 1."""
-REVERSE = True
-"""Sweep 2 walks the row backwards, starting from the chunks sweep 1 read last."""
 KEEP, STREAM = "evict_last", "evict_first"
 """Eviction hints for sweep 1's loads and sweep 2's loads and stores ("evict_last",
 "evict_first" or "" for none)."""
@@ -347,7 +352,7 @@ def launch_config(n_cols: int) -> dict[str, int]:
     """Meta-parameters for a row of ``n_cols`` values (the two-sweep kernel)."""
     block_v = min(MAX_BLOCK_V, max(16, triton.next_power_of_2(n_cols)))
     num_warps = max(1, min(NUM_WARPS, block_v // 256))  # 8 to 16 values per thread and chunk
-    return {"BLOCK_V": block_v, "num_warps": num_warps, "PER_LANE": PER_LANE, "REVERSE": REVERSE,
+    return {"BLOCK_V": block_v, "num_warps": num_warps, "PER_LANE": PER_LANE,
             "KEEP": KEEP, "STREAM": STREAM, "PROGRAMS_PER_SM": PROGRAMS_PER_SM}
 
 
@@ -372,6 +377,10 @@ def _grid(n_rows: int, programs_per_sm: int) -> tuple[int]:
 
 
 SCALE_BLOCK = 4096
+SCALE_PROGRAMS_PER_SM = 8
+"""The scaling kernel's grid: a few programs per SM walking the gradient's tiles, so that the
+common case (grad_output = 1, every program returns at once) launches hundreds of programs, not
+one per tile (a quarter of a million at 8192 × 128256)."""
 # --8<-- [end:launch_config]
 
 
@@ -452,13 +461,14 @@ def check_inputs(logits: torch.Tensor, target: torch.Tensor) -> None:
 def _forward(
     logits: torch.Tensor, target: torch.Tensor, ignore_index: int, reduction: str,
     label_smoothing: float, softcap: float | None, logit_scale: float | None,
-    grad: torch.Tensor | None, config: dict[str, int] | None = None, n_valid: torch.Tensor | None = None,
+    grad: torch.Tensor | None, n_valid: torch.Tensor, config: dict[str, int] | None = None,
 ) -> torch.Tensor:
-    """Per-row losses (fp32); when ``grad`` is given, also writes d(reduced loss)/d(logits) into it."""
+    """Per-row losses (fp32); when ``grad`` is given, also writes d(reduced loss)/d(logits) into it.
+
+    ``n_valid``: :func:`count_valid` of the whole batch (the fused linear driver calls this per chunk of it).
+    """
     n_rows, n_cols = logits.shape
     loss_rows = torch.empty(n_rows, dtype=torch.float32, device=logits.device)
-    if n_valid is None:  # the fused linear driver passes the count over all its chunks
-        n_valid = (target != ignore_index).sum()  # (2)!
     write_grad = grad is not None
     options = (ignore_index, float(label_smoothing), float(softcap or 1.0), float(logit_scale or 1.0))
     flags = dict(HAS_SOFTCAP=softcap is not None, HAS_SCALE=logit_scale is not None,
@@ -498,13 +508,18 @@ def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags) -> N
     cross_entropy_split_kernel[(grid,)](*args, PHASE=2, **meta)
 
 
-def reduce_losses(loss_rows: torch.Tensor, target: torch.Tensor, ignore_index: int, reduction: str) -> torch.Tensor:
+def count_valid(target: torch.Tensor, ignore_index: int) -> torch.Tensor:
+    """N, the tokens that count for the mean: a device tensor, so no ``.item()`` stalls the host."""
+    return (target != ignore_index).sum()  # (2)!
+
+
+def reduce_losses(loss_rows: torch.Tensor, n_valid: torch.Tensor, reduction: str) -> torch.Tensor:
     if reduction == "none":
         return loss_rows
     total = loss_rows.sum()
     if reduction == "sum":
         return total
-    return total / (target != ignore_index).sum()  # (5)!
+    return total / n_valid  # (5)!
 
 
 def scale_by_grad_output(g: torch.Tensor, grad_output: torch.Tensor) -> None:
@@ -513,9 +528,9 @@ def scale_by_grad_output(g: torch.Tensor, grad_output: torch.Tensor) -> None:
     if n_rows == 0:
         return
     grad_output = grad_output.contiguous()
-    grid = (n_rows, triton.cdiv(n_cols, SCALE_BLOCK))
-    scale_by_grad_output_kernel[grid](
-        g, grad_output, n_cols, g.stride(0), PER_ROW=grad_output.dim() > 0, BLOCK=SCALE_BLOCK, num_warps=8
+    tiles = n_rows * triton.cdiv(n_cols, SCALE_BLOCK)
+    scale_by_grad_output_kernel[(min(tiles, SCALE_PROGRAMS_PER_SM * _num_sms()),)](
+        g, grad_output, n_rows, n_cols, g.stride(0), PER_ROW=grad_output.dim() > 0, BLOCK=SCALE_BLOCK, num_warps=8
     )
 # --8<-- [end:launcher]
 
@@ -528,11 +543,13 @@ class _CrossEntropy(torch.autograd.Function):
             grad = logits  # (1)!
         else:
             grad = torch.empty((logits.shape[0], logits.shape[1]), dtype=logits.dtype, device=logits.device)
-        loss_rows = _forward(logits, target, ignore_index, reduction, label_smoothing, softcap, logit_scale, grad)
+        n_valid = count_valid(target, ignore_index)
+        loss_rows = _forward(logits, target, ignore_index, reduction, label_smoothing, softcap, logit_scale, grad,
+                             n_valid)
         ctx.save_for_backward(grad)
         ctx.mark_non_differentiable(target)
         ctx.used = False
-        return reduce_losses(loss_rows, target, ignore_index, reduction).to(logits.dtype)
+        return reduce_losses(loss_rows, n_valid, reduction).to(logits.dtype)
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -575,14 +592,15 @@ def cross_entropy(
     if logits.stride(1) != 1:
         logits = logits.contiguous()
     if logits.shape[0] == 0:
-        loss = reduce_losses(logits.new_zeros(0, dtype=torch.float32), target, ignore_index, reduction)
+        loss = reduce_losses(logits.new_zeros(0, dtype=torch.float32), count_valid(target, ignore_index), reduction)
         return loss.reshape(out_shape if reduction == "none" else ()).to(logits.dtype)
     args = (ignore_index, reduction, float(label_smoothing), softcap, logit_scale)
     if logits.requires_grad and torch.is_grad_enabled():
         loss = _CrossEntropy.apply(logits, target, *args, grad_in_logits)
     else:
-        loss_rows = _forward(logits, target, *args, grad=None)  # (4)!
-        loss = reduce_losses(loss_rows, target, ignore_index, reduction).to(logits.dtype)
+        n_valid = count_valid(target, ignore_index)
+        loss_rows = _forward(logits, target, *args, grad=None, n_valid=n_valid)  # (4)!
+        loss = reduce_losses(loss_rows, n_valid, reduction).to(logits.dtype)
     return loss.reshape(out_shape) if reduction == "none" else loss
 # --8<-- [end:autograd]
 
@@ -596,15 +614,16 @@ class _CrossEntropyGradInBackward(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits, target):
-        ctx.save_for_backward(logits, target)
-        return reduce_losses(_forward(logits, target, -100, "mean", 0.0, None, None, None), target, -100, "mean").to(
-            logits.dtype)
+        n_valid = count_valid(target, -100)
+        ctx.save_for_backward(logits, target, n_valid)
+        return reduce_losses(_forward(logits, target, -100, "mean", 0.0, None, None, None, n_valid), n_valid,
+                             "mean").to(logits.dtype)
 
     @staticmethod
     def backward(ctx, grad_output):
-        logits, target = ctx.saved_tensors
+        logits, target, n_valid = ctx.saved_tensors
         grad = torch.empty_like(logits)
-        _forward(logits, target, -100, "mean", 0.0, None, None, grad)
+        _forward(logits, target, -100, "mean", 0.0, None, None, grad, n_valid)
         scale_by_grad_output(grad, grad_output)
         return grad, None
 
