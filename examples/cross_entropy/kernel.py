@@ -116,7 +116,6 @@ def cross_entropy_row(
         running_sum = tl.zeros([BLOCK_V], tl.float32)
         sum_z = tl.zeros([BLOCK_V], tl.float32)  # Σ z_j, for label smoothing
         x_next = tl.load(x_row + lanes, mask=lanes < n_cols, other=0.0, eviction_policy=KEEP)
-        x = x_next  # defined before the loop so that the last chunk outlives it
         for start in range(0, n_cols, BLOCK_V):
             cols = start + lanes
             mask = cols < n_cols
@@ -154,13 +153,14 @@ def cross_entropy_row(
         tl.store(loss_ptr + row, loss)
 
         if WRITE_GRAD:
-            # Sweep 2, backwards from the last chunk, which is still in registers (x).
+            # Sweep 2, backwards from the last chunk: the chunks sweep 1 read last are the likeliest in L2.
             if MEAN:
                 row_weight = 1.0 / tl.load(n_valid_ptr).to(tl.float32)  # (9)!
             else:
                 row_weight = 1.0
             n_chunks = tl.cdiv(n_cols, BLOCK_V)
-            x_next = x
+            last = (n_chunks - 1) * BLOCK_V
+            x_next = tl.load(x_row + last + lanes, mask=last + lanes < n_cols, other=0.0, eviction_policy=STREAM)
             for i in range(0, n_chunks):
                 cols = (n_chunks - 1 - i) * BLOCK_V + lanes
                 x = x_next

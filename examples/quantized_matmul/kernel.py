@@ -346,7 +346,7 @@ MM_CONFIGS = {  # by M: the first row whose bound is >= M
     16: dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, SPLIT_K=4, num_warps=4, num_stages=4),
     64: dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=4, num_stages=4),
     256: dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=8, num_stages=4),
-    MAX_COORD: dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=1, num_warps=8, num_stages=3),
+    MAX_COORD: dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=1, num_warps=8, num_stages=4),
 }
 
 
