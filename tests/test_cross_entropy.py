@@ -83,8 +83,12 @@ def test_wide_rows_large_logits_online_lse(per_lane, monkeypatch):
     go = random_tensor(3)
     loss, grad = ours(logits, target, go, **options)
     loss_ref, grad_ref = expected(logits, target, go, **options)
+    # At logits near 300, fp32 rounds z − lse by up to 2⁻²⁴·300 ≈ 2·10⁻⁵, so each p_j is that far off
+    # relatively whoever computes it: the bar is also twice PyTorch's own fp32 error on the same input.
+    x32 = logits.detach().clone().requires_grad_()
+    reference(x32, target, **options).backward(go)
     assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
-    assert_close(grad, grad_ref, dtype=torch.float32, name="dlogits")
+    assert_close(grad, grad_ref, dtype=torch.float32, baseline=x32.grad, name="dlogits")
 
 
 @pytest.mark.parametrize("knobs", [

@@ -87,10 +87,20 @@ def _transform(x, softcap, logit_scale, HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl
 
 # --8<-- [start:kernel]
 @triton.jit
+def fetch_row_start(row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V: tl.constexpr, KEEP: tl.constexpr):
+    """A row's target and first chunk. A row past the end (the last row's "next") fetches no logits."""
+    lanes = tl.arange(0, BLOCK_V)
+    width = tl.where(row < n_rows, n_cols, 0)
+    row = tl.minimum(row, n_rows - 1)  # a valid address for the target
+    return tl.load(target_ptr + row), tl.load(x_ptr + row * x_row_stride + lanes, mask=lanes < width, other=0.0,
+                                              eviction_policy=KEEP)
+
+
+@triton.jit
 def cross_entropy_row(
-    row,  # int64
+    row, y, x_first, next_row,  # int64 rows; this row's target and first chunk, already fetched
     x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr,
-    n_cols, x_row_stride, grad_row_stride,  # strides in elements
+    n_rows, n_cols, x_row_stride, grad_row_stride,  # strides in elements
     ignore_index, label_smoothing, softcap, logit_scale,
     HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr,
     WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr,
@@ -99,10 +109,11 @@ def cross_entropy_row(
 ):
     x_row = x_ptr + row * x_row_stride  # (1)!
     grad_row = grad_ptr + row * grad_row_stride
-    y = tl.load(target_ptr + row)
     lanes = tl.arange(0, BLOCK_V)
 
     if y == ignore_index:  # (2)!
+        y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V,
+                                               KEEP)
         tl.store(loss_ptr + row, 0.0)
         if WRITE_GRAD:
             for start in range(0, n_cols, BLOCK_V):
@@ -115,7 +126,7 @@ def cross_entropy_row(
         chunk_max = tl.max(running_max, axis=0)  # one for the row (PER_LANE=False)
         running_sum = tl.zeros([BLOCK_V], tl.float32)
         sum_z = tl.zeros([BLOCK_V], tl.float32)  # Σ z_j, for label smoothing
-        x_next = tl.load(x_row + lanes, mask=lanes < n_cols, other=0.0, eviction_policy=KEEP)
+        x_next = x_first
         for start in range(0, n_cols, BLOCK_V):
             cols = start + lanes
             mask = cols < n_cols
@@ -141,6 +152,8 @@ def cross_entropy_row(
             lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))  # (6)!
         else:
             lse = chunk_max + tl.log(tl.sum(running_sum, axis=0))
+        y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride,  # (15)!
+                                               BLOCK_V, KEEP)
 
         in_range = (y >= 0) & (y < n_cols)
         x_y = tl.load(x_row + tl.where(in_range, y, 0)).to(tl.float32)  # (7)!
@@ -171,6 +184,7 @@ def cross_entropy_row(
                               HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING)
                 tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), mask=cols < n_cols,
                          eviction_policy=STREAM)
+    return y_next, x_first_next
 
 
 @triton.jit
@@ -201,17 +215,13 @@ def cross_entropy_kernel(
     KEEP: tl.constexpr, STREAM: tl.constexpr,
     PERSISTENT: tl.constexpr,  # a fixed grid of programs looping over rows
 ):
-    if PERSISTENT:
-        for row in range(tl.program_id(0).to(tl.int64), n_rows, tl.num_programs(0)):  # int64 from the start
-            cross_entropy_row(
-                row, x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr,
-                n_cols, x_row_stride, grad_row_stride, ignore_index, label_smoothing, softcap, logit_scale,
-                HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING, WRITE_GRAD, MEAN, BLOCK_V, PER_LANE, KEEP, STREAM,
-            )
-    else:
-        cross_entropy_row(
-            tl.program_id(0).to(tl.int64), x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr,  # (13)!
-            n_cols, x_row_stride, grad_row_stride, ignore_index, label_smoothing, softcap, logit_scale,
+    first = tl.program_id(0).to(tl.int64)  # (13)!
+    y, x_first = fetch_row_start(first, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V, KEEP)
+    step = tl.num_programs(0) if PERSISTENT else n_rows  # one program per row: nothing to fetch ahead
+    for row in range(first, n_rows, step):
+        y, x_first = cross_entropy_row(
+            row, y, x_first, tl.minimum(row + step, n_rows), x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr,
+            n_rows, n_cols, x_row_stride, grad_row_stride, ignore_index, label_smoothing, softcap, logit_scale,
             HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING, WRITE_GRAD, MEAN, BLOCK_V, PER_LANE, KEEP, STREAM,
         )
 # --8<-- [end:kernel]
@@ -323,6 +333,8 @@ def scale_by_grad_output_kernel(
 MAX_BLOCK_V = 16384
 """Chunk width of one sweep step (a row wider than this is streamed in chunks)."""
 NUM_WARPS = 32
+LONG_ROW = 65536
+"""Rows up to this width get half the chunk and half the warps: smaller programs, more of them per SM."""
 PER_LANE = False
 """Online max per lane (True) or per chunk (False); see the kernel's sweep 1."""
 KEEP, STREAM = "evict_last", "evict_first"
@@ -350,8 +362,9 @@ hangs on, a grid that cannot be resident all at once."""
 
 def launch_config(n_cols: int) -> dict[str, int]:
     """Meta-parameters for a row of ``n_cols`` values (the two-sweep kernel)."""
-    block_v = min(MAX_BLOCK_V, max(16, triton.next_power_of_2(n_cols)))
-    num_warps = max(1, min(NUM_WARPS, block_v // 256))  # 8 to 16 values per thread and chunk
+    shrink = 1 if n_cols > LONG_ROW else 2
+    block_v = min(MAX_BLOCK_V // shrink, max(16, triton.next_power_of_2(n_cols)))
+    num_warps = max(1, min(NUM_WARPS // shrink, block_v // 256))  # 8 to 16 values per thread and chunk
     return {"BLOCK_V": block_v, "num_warps": num_warps, "PER_LANE": PER_LANE,
             "KEEP": KEEP, "STREAM": STREAM, "PROGRAMS_PER_SM": PROGRAMS_PER_SM}
 
