@@ -99,11 +99,11 @@ def fetch_row_start(row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_
 @triton.jit
 def cross_entropy_row(
     row, y, x_first, next_row,  # int64 rows; this row's target and first chunk, already fetched
-    x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr,
+    x_ptr, target_ptr, loss_ptr, grad_ptr, row_weight,
     n_rows, n_cols, x_row_stride, grad_row_stride,  # strides in elements
     ignore_index, label_smoothing, softcap, logit_scale,
     HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr,
-    WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr,
+    WRITE_GRAD: tl.constexpr,
     BLOCK_V: tl.constexpr, PER_LANE: tl.constexpr,
     KEEP: tl.constexpr, STREAM: tl.constexpr,  # eviction hints ("" for none)
 ):
@@ -167,10 +167,6 @@ def cross_entropy_row(
 
         if WRITE_GRAD:
             # Sweep 2, backwards from the last chunk: the chunks sweep 1 read last are the likeliest in L2.
-            if MEAN:
-                row_weight = 1.0 / tl.load(n_valid_ptr).to(tl.float32)  # (9)!
-            else:
-                row_weight = 1.0
             n_chunks = tl.cdiv(n_cols, BLOCK_V)
             last = (n_chunks - 1) * BLOCK_V
             x_next = tl.load(x_row + last + lanes, mask=last + lanes < n_cols, other=0.0, eviction_policy=STREAM)
@@ -185,6 +181,16 @@ def cross_entropy_row(
                 tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), mask=cols < n_cols,
                          eviction_policy=STREAM)
     return y_next, x_first_next
+
+
+@triton.jit
+def _row_weight(n_valid_ptr, MEAN: tl.constexpr):
+    """d(reduced loss)/d(row loss): 1/N for the mean, read once per program; 1 for the sum.
+    N = 0 only when every row is ignored, and then no row uses the weight: 1/max(N, 1) avoids a 1/0."""
+    if MEAN:
+        return 1.0 / tl.maximum(tl.load(n_valid_ptr), 1).to(tl.float32)
+    else:
+        return 1.0
 
 
 @triton.jit
@@ -216,13 +222,14 @@ def cross_entropy_kernel(
     PERSISTENT: tl.constexpr,  # a fixed grid of programs looping over rows
 ):
     first = tl.program_id(0).to(tl.int64)  # (13)!
+    row_weight = _row_weight(n_valid_ptr, MEAN)  # (9)!
     y, x_first = fetch_row_start(first, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V, KEEP)
     step = tl.num_programs(0) if PERSISTENT else n_rows  # one program per row: nothing to fetch ahead
     for row in range(first, n_rows, step):
         y, x_first = cross_entropy_row(
-            row, y, x_first, tl.minimum(row + step, n_rows), x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr,
+            row, y, x_first, tl.minimum(row + step, n_rows), x_ptr, target_ptr, loss_ptr, grad_ptr, row_weight,
             n_rows, n_cols, x_row_stride, grad_row_stride, ignore_index, label_smoothing, softcap, logit_scale,
-            HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING, WRITE_GRAD, MEAN, BLOCK_V, PER_LANE, KEEP, STREAM,
+            HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING, WRITE_GRAD, BLOCK_V, PER_LANE, KEEP, STREAM,
         )
 # --8<-- [end:kernel]
 
@@ -242,10 +249,7 @@ def cross_entropy_split_kernel(
     cols = chunk * BLOCK_V + tl.arange(0, BLOCK_V)
     mask = cols < n_cols
     slots = tl.arange(0, CHUNKS_P2)
-    if MEAN:
-        row_weight = 1.0 / tl.load(n_valid_ptr).to(tl.float32)
-    else:
-        row_weight = 1.0
+    row_weight = _row_weight(n_valid_ptr, MEAN)
     first_row = (tl.program_id(0) // n_chunks).to(tl.int64)
     step = tl.num_programs(0) // n_chunks
     if PREFETCH:
@@ -333,8 +337,9 @@ def scale_by_grad_output_kernel(
 MAX_BLOCK_V = 16384
 """Chunk width of one sweep step (a row wider than this is streamed in chunks)."""
 NUM_WARPS = 32
-LONG_ROW = 65536
-"""Rows up to this width get half the chunk and half the warps: smaller programs, more of them per SM."""
+FORWARD_ONLY_SHRINK = 2
+"""Without a gradient to write, chunks and warps are this many times smaller: the tuning sweep measured
+the smaller programs faster for the forward alone and slower for the forward with its gradient."""
 PER_LANE = False
 """Online max per lane (True) or per chunk (False); see the kernel's sweep 1."""
 KEEP, STREAM = "evict_last", "evict_first"
@@ -360,9 +365,9 @@ COOPERATIVE = True
 hangs on, a grid that cannot be resident all at once."""
 
 
-def launch_config(n_cols: int) -> dict[str, int]:
+def launch_config(n_cols: int, write_grad: bool = True) -> dict[str, int]:
     """Meta-parameters for a row of ``n_cols`` values (the two-sweep kernel)."""
-    shrink = 1 if n_cols > LONG_ROW else 2
+    shrink = 1 if write_grad else FORWARD_ONLY_SHRINK
     block_v = min(MAX_BLOCK_V // shrink, max(16, triton.next_power_of_2(n_cols)))
     num_warps = max(1, min(NUM_WARPS // shrink, block_v // 256))  # 8 to 16 values per thread and chunk
     return {"BLOCK_V": block_v, "num_warps": num_warps, "PER_LANE": PER_LANE,
@@ -489,7 +494,7 @@ def _forward(
     if write_grad and SPLIT_ROWS and config is None:
         _launch_split(logits, target, loss_rows, grad, n_valid, options, flags)
         return loss_rows
-    config = dict(config or launch_config(n_cols))
+    config = dict(config or launch_config(n_cols, write_grad))
     programs_per_sm = config.pop("PROGRAMS_PER_SM", 0)
     cross_entropy_kernel[_grid(n_rows, programs_per_sm)](  # (3)!
         logits, target, loss_rows, grad if write_grad else loss_rows, n_valid,
