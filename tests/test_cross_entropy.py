@@ -143,6 +143,18 @@ def test_grad_output_one_is_the_unscaled_gradient():
     assert_close(grad, grad_ref, dtype=torch.float32)
 
 
+@pytest.mark.parametrize("per_row", [False, True], ids=["one-g", "g-per-row"])
+def test_scaling_grid_walks_every_tile(per_row):
+    """The scaling kernel's grid is capped at a few programs per SM: with more tiles than programs,
+    each program must scale several, and every tile exactly once."""
+    n_rows, n_cols = ce_module.SCALE_PROGRAMS_PER_SM * ce_module._num_sms() // 4 + 5, 3 * ce_module.SCALE_BLOCK + 11
+    g = random_tensor((n_rows, n_cols))
+    go = random_tensor(n_rows) if per_row else torch.tensor(0.37, device=g.device)
+    expected_g = g * (go[:, None] if per_row else go)
+    ce_module.scale_by_grad_output(g, go)
+    assert_close(g, expected_g, dtype=torch.float32, name="scaled gradient")
+
+
 def test_gradient_in_logits_only_when_asked():
     logits, target = make_case(6, 900)
     _, grad_ref = expected(logits, target, grad_output=torch.tensor(2.0))
