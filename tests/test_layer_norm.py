@@ -1,8 +1,5 @@
 """layer_norm: forward and backward (dx, dW, dB) against float64 PyTorch on fresh random inputs."""
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,8 +11,7 @@ from examples.layer_norm import kernel
 from examples.layer_norm.kernel import layer_norm, reference
 from examples.norm_launch import tile_config
 
-sys.path.insert(0, str(Path(__file__).parent))
-from norm_fixtures import norm_fixtures  # noqa: E402
+from norm_fixtures import norm_fixtures  # tests/ is on sys.path: pytest puts a test file's folder there
 
 SHAPES = [(1, 1), (3, 7), (5, 127), (33, 1000), (2, 3, 1025), (4, 3001)]
 
