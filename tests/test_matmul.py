@@ -58,6 +58,37 @@ def test_strides(layouts, path):
     assert_close(matmul(a, b, "relu", path=path), expected(a, b, "relu"), dtype=torch.float16)
 
 
+@pytest.mark.parametrize("path", ["auto", *PATHS])
+@pytest.mark.parametrize("M", [1, 5, 40])
+def test_out_fills_a_block_of_a_wider_matrix(path, M):
+    """``out`` a column block of a NaN-filled matrix: the block gets act(a @ b), nothing else is touched."""
+    a, b = random_tensor((M, 264), torch.float16), random_tensor((264, 48), torch.float16)
+    wide = torch.full((M, 80), float("nan"), dtype=torch.float16, device=DEVICE)
+    result = matmul(a, b, "relu", path=path, out=wide[:, 16:64], config={"SPLIT_K": 2} if path == "split_k" else None)
+    assert result.data_ptr() == wide[:, 16:64].data_ptr()
+    assert_close(wide[:, 16:64], expected(a, b, "relu"), dtype=torch.float16)
+    assert wide[:, :16].isnan().all() and wide[:, 64:].isnan().all()
+
+
+def test_out_column_major_is_written_by_the_pointer_kernel():
+    a, b = random_tensor((40, 72), torch.float16), random_tensor((72, 48), torch.float16)
+    out = torch.empty((48, 40), dtype=torch.float16, device=DEVICE).T
+    assert choose_path(40, 48, 72, a, b, out) == "pointer"
+    with pytest.raises(ValueError, match="TMA"):
+        matmul(a, b, path="tma", out=out)
+    matmul(a, b, out=out)
+    assert_close(out, expected(a, b), dtype=torch.float16)
+
+
+@pytest.mark.parametrize(("out", "match"), [
+    (lambda: torch.empty((4, 9), dtype=torch.float16, device=DEVICE), "out must be \\(4, 8\\)"),
+    (lambda: torch.empty((4, 8), dtype=torch.float32, device=DEVICE), "out must be torch.float16"),
+])
+def test_bad_out(out, match):
+    with pytest.raises(ValueError, match=match):
+        matmul(random_tensor((4, 32), torch.float16), random_tensor((32, 8), torch.float16), out=out())
+
+
 @pytest.mark.parametrize("layouts", [("row", "column"), ("column", "row"), ("column", "column")])
 def test_tma_reads_column_major_through_transposed_descriptors(layouts):
     a = operand(40, 72, torch.float16, layouts[0])

@@ -50,7 +50,7 @@ def test_paths_bits_groups(path, bits, group):
     check(quantized_matmul(x, packed, path=path), x, packed)
 
 
-@pytest.mark.parametrize("path", ["gemv", "dot"])
+@pytest.mark.parametrize("path", ["gemv", "dot", "slab"])
 def test_per_channel_ragged_k(path):
     """Per channel with K = 200: not a multiple of any power-of-two K step, so the K masks work."""
     packed = quantize(random_tensor((24, 200)), 4, None)
@@ -94,7 +94,7 @@ def _doctored(packed, *, scales=None, zeros=None):
                            packed.group_size, packed.shape)
 
 
-@pytest.mark.parametrize("path", ["gemv", "dot"])
+@pytest.mark.parametrize("path", ["gemv", "dot", "slab"])
 @pytest.mark.parametrize("bits, group", [(4, 32), (8, 64), (4, None)])
 @pytest.mark.parametrize("fault", ["zero point + 1", "scale + 1%", "neighbouring group's metadata"])
 def test_the_tolerance_catches_wrong_metadata(path, bits, group, fault):
@@ -115,7 +115,7 @@ def test_the_tolerance_catches_wrong_metadata(path, bits, group, fault):
     assert worst_ratio(quantized_matmul(x, bad, path=path), x, packed) > 1.0, f"{fault} went unnoticed"
 
 
-@pytest.mark.parametrize("path", ["gemv", "dot"])
+@pytest.mark.parametrize("path", ["gemv", "dot", "slab"])
 def test_row_padded_activations(path):
     """x a slice of a wider buffer: unit stride along K, row stride > K, passed to the kernels as is."""
     packed = quantize(random_tensor((24, 128)), 4, 32)
@@ -127,6 +127,30 @@ def test_row_padded_activations(path):
 def test_dispatch_rule():
     assert choose_path(1) == "gemv"
     assert choose_path(qm.GEMV_MAX_M + 1) == "dot"
+    assert choose_path(qm.SLAB_MIN_M - 1) == "dot"
+    assert choose_path(qm.SLAB_MIN_M) == "slab"
+
+
+@pytest.mark.parametrize("bits, group", [(4, 16), (4, 128), (8, 32), (4, None), (8, None)])
+@pytest.mark.parametrize("columns", [None, 48, 37])
+def test_slab_path(bits, group, columns):
+    """Dequantised slabs and the fp16 matmul: one slab, slabs of 48 (ragged last slab) and of 37 (rows
+    not 16-byte aligned: the matmul falls back from TMA to pointers)."""
+    packed = quantize(random_tensor((100, 256)), bits, group)
+    x = random_tensor((20, 256), torch.float16)
+    config = None if columns is None else {"COLUMNS": columns}
+    check(quantized_matmul(x, packed, path="slab", config=config), x, packed)
+
+
+@pytest.mark.parametrize(("K", "element_size", "columns"), [(8192, 2, 4096), (4096, 2, 8192), (65536, 2, 512),
+                                                            (2**20, 2, 256), (8192, 4, 2048)])
+def test_slab_width_keeps_the_buffer_within_its_bytes(monkeypatch, K, element_size, columns):
+    monkeypatch.setattr(qm, "INTERPRETED", False)
+    packed = quantize(random_tensor((16, 64)), 4, 32)
+    cfg = qm.slab_config(100_000, K, element_size, packed)
+    assert cfg["COLUMNS"] == columns and cfg["COLUMNS"] % 256 == 0
+    assert cfg["COLUMNS"] * K * element_size <= max(qm.SLAB_CONFIG["BYTES"], 256 * K * element_size)
+    assert qm.slab_config(300, K, element_size, packed)["COLUMNS"] == min(300, columns)
 
 
 def test_reference_is_the_dequantised_product():
@@ -247,7 +271,25 @@ def test_gpu_sizes(M, bits, dtype):
 
 
 @pytest.mark.skipif(INTERPRETED, reason="GPU sizes: the interpreter would take minutes")
-@pytest.mark.parametrize("path", ["gemv", "dot"])
+@pytest.mark.parametrize("bits", [4, 8])
+def test_gpu_slab_scratch_is_one_slab(bits):
+    """The slab path allocates the output and one slab, nothing the size of the dense weight."""
+    N, K, M = 8192, 4096, 1024
+    packed = quantize(random_tensor((N, K), torch.float16, scale=K**-0.5), bits, 128)
+    x = random_tensor((M, K), torch.float16)
+    config = {"BYTES": 16 * 2**20}
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    y = quantized_matmul(x, packed, path="slab", config=config)
+    torch.cuda.synchronize()
+    scratch = torch.cuda.max_memory_allocated() - before - y.numel() * y.element_size()
+    assert scratch <= config["BYTES"] + 2**20, f"{scratch / 2**20:.1f} MiB of scratch"
+    check(y, x, packed)
+
+
+@pytest.mark.skipif(INTERPRETED, reason="GPU sizes: the interpreter would take minutes")
+@pytest.mark.parametrize("path", ["gemv", "dot", "slab"])
 @pytest.mark.parametrize("group", [32, 256, None])
 def test_gpu_groups_and_paths(path, group):
     packed = quantize(random_tensor((1000, 2048), torch.float16), 4, group)

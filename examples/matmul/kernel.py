@@ -28,7 +28,6 @@ Run this file (``python -m examples.matmul.kernel``) for a quick check.
 from __future__ import annotations
 
 import functools
-import math
 
 import torch
 import triton
@@ -202,13 +201,15 @@ def matmul_split_k_kernel(
 
 
 @triton.jit
-def split_k_reduce_kernel(partials_ptr, c_ptr, numel, SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK: tl.constexpr):
+def split_k_reduce_kernel(partials_ptr, c_ptr, numel, N, stride_cm, stride_cn,
+                          SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK: tl.constexpr):
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < numel
     total = tl.zeros((BLOCK,), dtype=tl.float32)
     for split in tl.static_range(SPLIT_K):  # (5)!
         total += tl.load(partials_ptr + split * numel + offsets, mask=mask, other=0.0)
-    tl.store(c_ptr + offsets, activate(total, ACTIVATION).to(c_ptr.dtype.element_ty), mask=mask)
+    c_ptrs = c_ptr + offsets // N * stride_cm + offsets % N * stride_cn  # c may be a view of a wider matrix
+    tl.store(c_ptrs, activate(total, ACTIVATION).to(c_ptr.dtype.element_ty), mask=mask)
 # --8<-- [end:split_k_kernel]
 
 
@@ -383,15 +384,29 @@ def _check_inputs(a, b, activation, path) -> None:
         raise ValueError(f"a dimension exceeds 2**31 - 1 ({tuple(a.shape)} @ {tuple(b.shape)}): tile indices are int32")
 
 
-def choose_path(M: int, N: int, K: int, a: torch.Tensor, b: torch.Tensor) -> str:
-    """The dispatch rule: GEMV for one row, split-K for a few, TMA where it can read both operands, else pointers."""
+def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    check_tensor("out", out, SUPPORTED_DTYPES)
+    if out.shape != (a.shape[0], b.shape[1]):
+        raise ValueError(f"out must be {(a.shape[0], b.shape[1])}, got {tuple(out.shape)}")
+    if out.dtype != a.dtype or out.device != a.device:
+        raise ValueError(f"out must be {a.dtype} on {a.device}, got {out.dtype} on {out.device}")
+
+
+def choose_path(M: int, N: int, K: int, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None) -> str:
+    """The dispatch rule: GEMV for one row, split-K for a few, TMA where it can read both operands
+    (and store a row-major ``c``), else pointers."""
     if M <= GEMV_MAX_M and K >= 256:
         return "gemv"
     if M <= SMALL_M and K >= 256:  # (1)!
         return "split_k"
-    if tma_available() and _tma_layout(a) and _tma_layout(b):
+    if _tma_fits(a, b, c):
         return "tma"
     return "pointer"
+
+
+def _tma_fits(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None) -> bool:
+    """TMA reads both operands and stores the result (a new ``c`` is always row-major)."""
+    return bool(tma_available() and _tma_layout(a) and _tma_layout(b) and (c is None or _tma_layout(c) == "row"))
 
 
 def _launch_tma(a, b, c, activation, precision, cfg) -> None:
@@ -439,6 +454,14 @@ def gemv_config(M: int, N: int, K: int, b_column_major: bool, overrides: dict | 
     return cfg
 
 
+def _sum_slices(partials: torch.Tensor, c: torch.Tensor, activation) -> None:
+    """c = act(Σ partials): the second pass of split-K and of the GEMV's K slices."""
+    split, M, N = partials.shape
+    block = 1024
+    split_k_reduce_kernel[(triton.cdiv(M * N, block),)](partials, c, M * N, N, *c.stride(), SPLIT_K=split,
+                                                        ACTIVATION=activation or "", BLOCK=block)
+
+
 def _launch_gemv(a, b, c, activation, cfg) -> None:
     (M, K), N = a.shape, b.shape[1]
     split, bk = cfg["SPLIT_K"], cfg["BLOCK_K"]
@@ -453,9 +476,7 @@ def _launch_gemv(a, b, c, activation, cfg) -> None:
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
     if split > 1:
-        block = 1024
-        split_k_reduce_kernel[(triton.cdiv(M * N, block),)](out, c, M * N, SPLIT_K=split, ACTIVATION=activation or "",
-                                                            BLOCK=block)
+        _sum_slices(out, c, activation)
 
 
 def _launch_split_k(a, b, c, activation, precision, cfg) -> None:
@@ -473,9 +494,7 @@ def _launch_split_k(a, b, c, activation, precision, cfg) -> None:
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )
     if split > 1:  # (5)!
-        block = 1024
-        split_k_reduce_kernel[(triton.cdiv(M * N, block),)](out, c, M * N, SPLIT_K=split, ACTIVATION=activation or "",
-                                                            BLOCK=block)
+        _sum_slices(out, c, activation)
 
 
 def matmul(
@@ -486,8 +505,10 @@ def matmul(
     allow_tf32: bool = False,
     path: str = "auto",
     config: dict | None = None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``act(a @ b)`` for ``a`` (M, K) and ``b`` (K, N) of one dtype; a new row-major (M, N) result.
+    """``act(a @ b)`` for ``a`` (M, K) and ``b`` (K, N) of one dtype; a new row-major (M, N) result,
+    or ``out`` filled and returned.
 
     ``activation``: ``None``, ``"relu"``, ``"leaky_relu"`` or ``"gelu"``.
     ``allow_tf32``: fp32 inputs only; ``False`` (the default) multiplies in
@@ -495,11 +516,16 @@ def matmul(
     ``path``: ``"auto"`` (the dispatch rule of :func:`choose_path`),
     ``"tma"``, ``"pointer"``, ``"split_k"`` or ``"gemv"``, to force one kernel;
     ``config`` overrides entries of the chosen path's config (the tuning
-    sweep uses both). Forward only: no autograd.
+    sweep uses both). ``out``: an (M, N) tensor of ``a``'s dtype and device,
+    any strides, not overlapping ``a`` or ``b``; a view writes that block of a
+    larger matrix (the low-bit chapter fills its output slab by slab). Forward
+    only: no autograd.
     """
     _check_inputs(a, b, activation, path)
+    if out is not None:
+        _check_out(out, a, b)
     (M, K), N = a.shape, b.shape[1]
-    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device) if out is None else out
     if M == 0 or N == 0:
         return c
     if K == 0:  # an empty sum is 0, and every activation maps 0 to 0
@@ -508,8 +534,8 @@ def matmul(
     if INTERPRETED:
         precision = "ieee"  # the interpreter upcasts fp16/bf16 tiles to fp32 before tl.dot
     if path == "auto":
-        path = choose_path(M, N, K, a, b)
-    if path == "tma" and not (tma_available() and _tma_layout(a) and _tma_layout(b)):
+        path = choose_path(M, N, K, a, b, c)
+    if path == "tma" and not _tma_fits(a, b, c):
         raise ValueError("path='tma' needs tensor descriptors (Hopper or the interpreter) and TMA-compatible strides")
     if path == "gemv":
         _launch_gemv(a, b, c, activation, gemv_config(M, N, K, b.stride(0) == 1 and b.stride(1) != 1, config))

@@ -13,10 +13,11 @@ int4 and int8 codes with one fp16 scale and zero point per 128 inputs.
 
 Providers: ours (the dispatch), cuBLAS on the same weight dequantised to
 fp16 (``x @ W.T``: what the quantised model replaces), GemLite's A16W4/A16W8
-layer at its default settings (when installed), our two kernels forced
-(``academy:gemv``, ``academy:dot``) and, on prefill shapes, the materialising
-alternative ``academy:dequant_cublas`` (dequantise the whole weight to fp16,
-then cuBLAS). Forward only; every provider is checked
+layer at its default settings (when installed), our paths forced
+(``academy:gemv`` and ``academy:dot`` on decode shapes; ``academy:dot`` and
+``academy:slab`` on prefill shapes) and, on prefill shapes, the wholly
+materialising alternative ``academy:dequant_cublas`` (dequantise the whole
+weight to fp16, then cuBLAS). Forward only; every provider is checked
 against ``x @ dequantize(W).T`` in fp32 before it is timed.
 """
 
@@ -117,7 +118,7 @@ def _sweeps() -> list[Sweep]:
         for K, N in WEIGHTS:
             for kind, ms, metric, variants in (
                 ("decode", DECODE_M, "bandwidth", ["academy:gemv", "academy:dot"]),
-                ("prefill", PREFILL_M, "compute", ["academy:dequant_cublas"]),
+                ("prefill", PREFILL_M, "compute", ["academy:dot", "academy:slab", "academy:dequant_cublas"]),
             ):
                 sweeps.append(Sweep(
                     f"int{bits} {kind} K={K}", x="M",
@@ -142,6 +143,7 @@ SPEC = BenchSpec(
         "gemlite": gemlite_peer,
         "academy:gemv": lambda: ours("gemv"),
         "academy:dot": lambda: ours("dot"),
+        "academy:slab": lambda: ours("slab"),
         "academy:dequant_cublas": lambda: dequantize_then_cublas,
     },
     headline=[

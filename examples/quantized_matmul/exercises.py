@@ -3,8 +3,8 @@
 * ``locate(k, bits)``: which int32 word and which bit hold code ``k`` of a row.
 * ``quantized_matmul_atomic(x, packed, split_k)``: split-K whose slices add
   their fp32 partial sums into one zeroed buffer with ``tl.atomic_add``.
-* ``dequantize_to(packed, dtype)``: a Triton kernel that writes the dense
-  weight once, for the prefill alternative "dequantise, then cuBLAS".
+* ``dequantize_to(packed, dtype)``: the dense weight written once (the
+  chapter's slab kernel, one slab), for the alternative "dequantise, then cuBLAS".
 
 ``tests/test_exercises_quantized_matmul.py`` checks them against float64 PyTorch.
 """
@@ -17,7 +17,7 @@ import triton.language as tl
 
 from academy import INTERPRETED
 from examples.quantized_matmul.kernel import (
-    QuantizedWeight, _check_inputs, dequantize_tile,
+    QuantizedWeight, _check_inputs, dequantize_columns, dequantize_tile, slab_config,
 )
 
 
@@ -83,36 +83,14 @@ def quantized_matmul_atomic(x: torch.Tensor, packed: QuantizedWeight, split_k: i
 
 
 # --8<-- [start:dequantize_kernel]
-@triton.jit
-def dequantize_kernel(data_ptr, s_ptr, z_ptr, out_ptr, N, K,
-                      BITS: tl.constexpr, GROUP: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    EPS: tl.constexpr = 32 // BITS
-    WORDS: tl.constexpr = BLOCK_K // EPS
-    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    k_start = tl.program_id(1) * BLOCK_K
-    words = tl.arange(0, WORDS)
-    in_bounds = (k_start + words * EPS < K)[:, None] & (cols < N)[None, :]
-    packed = tl.load(data_ptr + (k_start // EPS + words).to(tl.int64)[:, None] * N + cols[None, :],
-                     mask=in_bounds, other=0)
-    meta = (k_start // GROUP).to(tl.int64) * N + cols  # (K/g)·N may pass 2**31
-    s = tl.load(s_ptr + meta, mask=cols < N, other=1.0).to(tl.float32)
-    z = tl.load(z_ptr + meta, mask=cols < N, other=0.0).to(tl.float32)
-    w = dequantize_tile(packed, s, z, BITS, True)  # (WORDS, EPS, BLOCK_N): the matmul kernels' own helper
-    ks = k_start + words[:, None] * EPS + tl.arange(0, EPS)[None, :]
-    tl.store(out_ptr + cols.to(tl.int64)[None, None, :] * K + ks[:, :, None], w.to(out_ptr.dtype.element_ty),
-             mask=(ks < K)[:, :, None] & (cols < N)[None, None, :])
-
-
 def dequantize_to(packed: QuantizedWeight, dtype: torch.dtype = torch.float16) -> torch.Tensor:
-    """The dense (N, K) weight in ``dtype``, written once by a Triton kernel."""
+    """The dense (N, K) weight in ``dtype``, written once: the chapter's slab kernel with one slab as wide as
+    the weight. It writes Wᵀ (K, N) row-major, the B operand a matmul reads best; the result is its
+    transposed view."""
     if dtype not in (torch.float16, torch.bfloat16, torch.float32):
         raise TypeError(f"dtype must be fp16, bf16 or fp32, got {dtype}")
-    (N, K), device = packed.shape, packed.data.device
-    out = torch.empty((N, K), dtype=dtype, device=device)
-    block_n = 16 if INTERPRETED else 64
-    block_k = 128 if packed.per_channel else min(128, packed.group_size)
-    grid = (triton.cdiv(N, block_n), triton.cdiv(K, block_k))
-    dequantize_kernel[grid](packed.data, packed.scales, packed.zeros, out, N, K, BITS=packed.bits,
-                            GROUP=packed.group_size, BLOCK_N=block_n, BLOCK_K=block_k)
-    return out
+    N, K = packed.shape
+    out = torch.empty((K, N), dtype=dtype, device=packed.data.device)
+    dequantize_columns(packed, 0, out, slab_config(N, K, out.element_size(), packed))
+    return out.T
 # --8<-- [end:dequantize_kernel]

@@ -8,16 +8,22 @@ group of ``group_size`` consecutive inputs of a row (``None`` or ``-1``: one
 group per row, "per channel"), such that ``w ≈ (q − z)·s``.
 
 ``quantized_matmul(x, packed)`` multiplies fp16 or bf16 activations ``x`` of
-shape (M, K) by the dequantised weight without ever writing it to memory:
-each kernel loads packed int32 words, unpacks and dequantises them in
-registers, and accumulates in fp32. Two kernels, one launcher:
+shape (M, K) by the dequantised weight. Three paths, one launcher:
 
 * :func:`qgemv_kernel`: CUDA cores, one activation row per program, each
   thread owning output columns and walking K, for M = 1 (decode), where the
   packed weight read is the whole cost.
 * :func:`qmm_kernel`: tensor cores (``tl.dot``) on ``x`` tiles and
-  dequantised weight tiles, for M > 1. Split-K (fp32 partials and a second,
+  dequantised weight tiles, for small M. Split-K (fp32 partials and a second,
   deterministic reduction pass) when the output has too few tiles to fill the GPU.
+* Slabs, for prefill batches (M ≥ ``SLAB_MIN_M``), where the product is
+  compute-bound and dequantising inside the tensor-core loop stalls it:
+  :func:`dequantize_columns_kernel` writes a slab of the weight in fp16 and
+  the matmul chapter's kernel multiplies by it, slab after slab through one
+  buffer of at most ``SLAB_CONFIG["BYTES"]``.
+
+The first two never write a dequantised weight to memory: they load packed
+int32 words, unpack and dequantise them in registers, and accumulate in fp32.
 
 The packed weight is stored transposed, ``(K/8, N)`` words for int4, so that
 both kernels read it along N in wide coalesced loads (the layout the tuning
@@ -38,12 +44,13 @@ import triton.language as tl
 
 from academy import DEVICE, INTERPRETED
 from academy.validation import check_tensor
+from examples.matmul.kernel import matmul
 from examples.tiled_matmul.kernel import grouped_tile
 
 BITS = (4, 8)
 ACTIVATION_DTYPES = (torch.float16, torch.bfloat16)
 WEIGHT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-PATHS = ("auto", "gemv", "dot")
+PATHS = ("auto", "gemv", "dot", "slab")
 MIN_GROUP = 16
 """Smallest group: one ``tl.dot`` step (16 deep) never straddles two groups."""
 MAX_COORD = 2**31 - 1
@@ -326,6 +333,33 @@ def split_k_sum_kernel(partials_ptr, out_ptr, numel, SPLIT_K: tl.constexpr, BLOC
 # --8<-- [end:mm_kernel]
 
 
+# --8<-- [start:slab_kernel]
+@triton.jit
+def dequantize_columns_kernel(
+    data_ptr, s_ptr, z_ptr, out_ptr, N, K, first_col, n_cols, stride_ok,
+    BITS: tl.constexpr, GROUP: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    """Columns ``[first_col, first_col + n_cols)`` of ``dequantize(W)ᵀ`` into ``out`` (K, n_cols), row stride
+    ``stride_ok``: a slab of the (K, N) matrix that the tensor-core matmul reads as its row-major B operand."""
+    EPS: tl.constexpr = 32 // BITS
+    WORDS: tl.constexpr = BLOCK_K // EPS
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    k_start = tl.program_id(1) * BLOCK_K
+    words = tl.arange(0, WORDS)
+    in_slab = cols < n_cols
+    src_cols = first_col + cols
+    packed = tl.load(data_ptr + (k_start // EPS + words).to(tl.int64)[:, None] * N + src_cols[None, :],
+                     mask=(k_start + words * EPS < K)[:, None] & in_slab[None, :], other=0)  # (1)!
+    meta = (k_start // GROUP).to(tl.int64) * N + src_cols  # one group per K step: BLOCK_K <= GROUP
+    s = tl.load(s_ptr + meta, mask=in_slab, other=1.0).to(tl.float32)
+    z = tl.load(z_ptr + meta, mask=in_slab, other=0.0).to(tl.float32)
+    w = tl.reshape(dequantize_tile(packed, s, z, BITS, True), (BLOCK_K, BLOCK_N))  # row k = word·EPS + e
+    ks = k_start + tl.arange(0, BLOCK_K)
+    tl.store(out_ptr + ks.to(tl.int64)[:, None] * stride_ok + cols[None, :], w.to(out_ptr.dtype.element_ty),
+             mask=(ks < K)[:, None] & in_slab[None, :])  # (2)!
+# --8<-- [end:slab_kernel]
+
+
 # --8<-- [start:configs]
 @functools.cache
 def num_sms() -> int:
@@ -348,6 +382,28 @@ MM_CONFIGS = {  # by M: the first row whose bound is >= M
     256: dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=8, num_stages=4),
     MAX_COORD: dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=1, num_warps=8, num_stages=4),
 }
+
+
+SLAB_MIN_M = 1024
+"""From this many rows up, ``"auto"`` dequantises the weight slab by slab and runs the fp16 matmul on each
+slab: the tensor cores then never wait for the dequantisation (measured at M = 128, 1024 and 4096)."""
+SLAB_CONFIG = dict(BYTES=64 * 2**20, BLOCK_N=128, BLOCK_K=64, num_warps=4)
+"""``BYTES``: the most dequantised weight alive at once (the slab buffer). The H100 sweep timed slabs of
+16 MiB to the whole weight: wider slabs won at M = 1024 (fewer, fuller matmul waves)."""
+
+
+def slab_config(N: int, K: int, element_size: int, packed: QuantizedWeight, overrides: dict | None = None) -> dict:
+    """Kernel meta-parameters and ``COLUMNS``, the slab width: as many weight rows as ``BYTES`` holds,
+    a multiple of 256 (the matmul's widest tile), at least 256 and at most N."""
+    cfg = dict(SLAB_CONFIG)
+    if INTERPRETED:
+        cfg.update(BLOCK_N=16, BLOCK_K=32)
+    cfg.update(overrides or {})
+    cfg["BLOCK_K"] = min(cfg["BLOCK_K"], packed.group_size)
+    if "COLUMNS" not in cfg:
+        cfg["COLUMNS"] = max(256, cfg["BYTES"] // (K * element_size) // 256 * 256)
+    cfg["COLUMNS"] = min(cfg["COLUMNS"], N)
+    return cfg
 
 
 def _fit_block_k(cfg: dict, packed: QuantizedWeight) -> dict:
@@ -414,8 +470,32 @@ def _check_inputs(x, packed, path) -> None:
 
 
 def choose_path(M: int) -> str:
-    """The dispatch rule: the CUDA-core GEMV for single rows, the tensor-core kernel above."""
-    return "gemv" if M <= GEMV_MAX_M else "dot"
+    """The dispatch rule: the CUDA-core GEMV for single rows, the fused tensor-core kernel above,
+    dequantised slabs and the fp16 matmul for prefill batches."""
+    if M <= GEMV_MAX_M:
+        return "gemv"
+    return "dot" if M < SLAB_MIN_M else "slab"
+
+
+def dequantize_columns(packed: QuantizedWeight, first: int, out: torch.Tensor, cfg: dict) -> None:
+    """``out`` (K, c) = ``dequantize(W)[first:first + c].T`` in ``out``'s dtype (row stride free)."""
+    (N, K), cols = packed.shape, out.shape[1]
+    dequantize_columns_kernel[(triton.cdiv(cols, cfg["BLOCK_N"]), triton.cdiv(K, cfg["BLOCK_K"]))](
+        packed.data, packed.scales, packed.zeros, out, N, K, first, cols, out.stride(0),
+        BITS=packed.bits, GROUP=packed.group_size, BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"],
+        num_warps=cfg["num_warps"],
+    )
+
+
+def _matmul_by_slabs(x: torch.Tensor, packed: QuantizedWeight, out: torch.Tensor, cfg: dict) -> None:
+    """``out[:, slab] = x @ dequantize(W)[slab].T``, slab by slab through one reused buffer."""
+    (M, K), N = x.shape, packed.shape[0]
+    width = cfg["COLUMNS"]
+    slab = torch.empty((K, width), dtype=x.dtype, device=x.device)  # reused: one slab alive at a time
+    for first in range(0, N, width):
+        cols = min(width, N - first)
+        dequantize_columns(packed, first, slab[:, :cols], cfg)
+        matmul(x, slab[:, :cols], out=out[:, first:first + cols])  # this slab's block of columns
 
 
 def _k_slices(K: int, cfg: dict) -> tuple[int, int]:
@@ -428,8 +508,11 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
                      config: dict | None = None) -> torch.Tensor:
     """``x @ dequantize(packed).T`` for fp16/bf16 ``x`` (M, K): a new (M, N) tensor in ``x``'s dtype.
 
-    ``path``: ``"auto"`` (:func:`choose_path`), ``"gemv"`` or ``"dot"`` to force
-    one kernel; ``config`` overrides entries of its config (the tuning sweep uses both).
+    ``path``: ``"auto"`` (:func:`choose_path`), ``"gemv"``, ``"dot"`` or
+    ``"slab"`` to force one; ``config`` overrides entries of its config (the
+    tuning sweep uses both). Only ``"slab"`` writes dequantised weights, at
+    most ``SLAB_CONFIG["BYTES"]`` of them at a time, never the whole weight
+    when it is larger.
     """
     _check_inputs(x, packed, path)
     x = x if x.stride(1) == 1 else x.contiguous()  # (1)!
@@ -438,6 +521,9 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
     if M == 0:
         return out
     path = choose_path(M) if path == "auto" else path
+    if path == "slab":
+        _matmul_by_slabs(x, packed, out, slab_config(N, K, x.element_size(), packed, config))
+        return out
     if path == "gemv":
         if M > MAX_GEMV_ROWS:
             raise ValueError(f"the GEMV takes at most {MAX_GEMV_ROWS} rows (one program per row), got M = {M}: "
