@@ -151,6 +151,9 @@ def test_decode_split_k_config_on_an_h100(monkeypatch, M, N, K, block_n, split):
     monkeypatch.setattr(mm, "num_sms", lambda: 132)
     config = mm.split_k_config(M, N, K, torch.bfloat16)
     assert (config["BLOCK_N"], config["SPLIT_K"]) == (block_n, split)
+    narrow = block_n < 64
+    assert config["num_stages"] == (mm.DECODE_NARROW_STAGES if narrow else mm.SPLIT_K_CONFIGS["decode"]["num_stages"])
+    assert mm.split_k_config(M, N, K, torch.bfloat16, {"num_stages": 2})["num_stages"] == 2  # an override wins
 
 
 def test_prefill_split_k_config_fills_the_gpu_but_keeps_slices_long(monkeypatch):

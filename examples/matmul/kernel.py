@@ -280,6 +280,9 @@ SPLIT_K_CONFIGS = {  # BLOCK_N and SPLIT_K = 0: the launcher picks them (see spl
 }
 DECODE_SPLIT_MIN_K = 4096
 """Shortest K slice worth a second (reduction) launch when a decode grid is too small."""
+DECODE_NARROW_STAGES = 6
+"""Pipeline depth of 32-column decode blocks: half the bytes per stage of a 64-column block, so more stages
+keep as many loads in flight (the H100 sweep at N = K = 4096, M = 16: 6 stages beat 3, 4 and 5)."""
 GEMV_CONFIGS = {  # the CUDA-core path for very few rows: no tensor-core padding of M up to 16
     "row": dict(BLOCK_M=1, BLOCK_N=64, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4),  # b (K, N) row-major
     "col": dict(BLOCK_M=1, BLOCK_N=16, BLOCK_K=512, SPLIT_K=0, num_warps=4, num_stages=3),  # b = W.T, W (N, K)
@@ -316,7 +319,7 @@ def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict |
     (M ≤ SMALL_M), where every program streams its own columns of the
     weight: until the programs fill half the SMs, first narrow the column
     block to 64, then split K into slices of at least DECODE_SPLIT_MIN_K,
-    then narrow to 32 columns.
+    then narrow to 32 columns (with a deeper pipeline).
     """
     if INTERPRETED:
         cfg = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, SPLIT_K=0, num_warps=4, num_stages=1)
@@ -335,6 +338,8 @@ def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict |
             else:
                 block_n //= 2
         cfg["BLOCK_N"], cfg["SPLIT_K"] = block_n, cfg["SPLIT_K"] or split
+        if block_n < 64 and "num_stages" not in (overrides or {}):
+            cfg["num_stages"] = DECODE_NARROW_STAGES
     if cfg["SPLIT_K"] == 0:
         tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
         split = 1
