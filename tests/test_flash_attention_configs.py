@@ -1,6 +1,6 @@
 """The forward's and backward's fixed config tables: every problem finds a valid entry, the lookup
-takes the bucket of the longer sequence, an explicit config overrides the table, and (on a GPU)
-every entry computes the right attention."""
+takes the bucket of the longer sequence, an explicit config overrides the table (for the fused
+backward and the split one), and (on a GPU) every entry computes the right attention."""
 
 import pytest
 import torch
@@ -40,13 +40,15 @@ def test_table_has_a_valid_entry_for_every_problem(monkeypatch, d, causal):
         kv, q = fa.backward_configs(causal, s, s)
         assert (kv, q) == fa.BWD_TABLE[causal, bucket]
         _valid(kv, BWD_KEYS)
-        _valid(q, BWD_KEYS)
+        if q is not None:  # None: the fused backward, no dQ kernel
+            _valid(q, BWD_KEYS)
     monkeypatch.setattr(fa, "INTERPRETED", True)
     assert fa.forward_config(d, causal, 4200, 4200) == fa.INTERPRETER_FWD
     assert fa.backward_configs(causal, 4200, 4200) == fa.INTERPRETER_BWD
 
 
-def test_an_explicit_config_overrides_the_table(monkeypatch):
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "split"])
+def test_an_explicit_config_overrides_the_table(monkeypatch, fused):
     def no_lookup(*args):
         raise AssertionError("the table was consulted despite an explicit config")
 
@@ -59,7 +61,7 @@ def test_an_explicit_config_overrides_the_table(monkeypatch):
     scale = 0.125
     o, lse = fa.flash_forward(q, k, v, True, scale, config=fwd)
     do = random_tensor(tuple(o.shape), torch.float16)
-    dq, dk, dv = fa.flash_backward(q, k, v, o, lse, do, True, scale, configs=(bwd, bwd))
+    dq, dk, dv = fa.flash_backward(q, k, v, o, lse, do, True, scale, configs=(bwd, None if fused else bwd))
     q64, k64, v64 = (t.double().requires_grad_() for t in (q, k, v))
     out = fa.reference(q64, k64, v64, True, scale)
     out.backward(do.double())

@@ -22,12 +22,16 @@ Kernels:
   and the ragged end in a masked one. K and V come through tensor descriptors
   (TMA) on Hopper, through masked pointer loads elsewhere. It saves the
   per-row log-sum-exp for the backward.
-* :func:`attn_bwd_preprocess_kernel`: ``Δ = rowsum(dO ∘ O)``.
+* :func:`attn_bwd_preprocess_kernel`: ``Δ = rowsum(dO ∘ O)``, and in the fused
+  backward it clears the fp32 dQ buffer.
 * :func:`attn_bwd_dkdv_kernel`: one program per block of keys of one K/V head,
   looping over every query head of its group and every query block that sees
-  it: dK and dV without atomics.
-* :func:`attn_bwd_dq_kernel`: one program per block of queries, looping over
-  the keys it sees: dQ.
+  it: dK and dV without atomics. In the fused backward (the config table's
+  choice for long sequences) it also adds the block's share of dQ into the
+  fp32 buffer with atomic additions (a TMA reduction on Hopper), and
+  :func:`attn_bwd_dq_cast_kernel` scales and casts the buffer afterwards.
+* :func:`attn_bwd_dq_kernel`: the split backward's dQ, one program per block of
+  queries, looping over the keys it sees (recomputing P and dP).
 
 Run this file (``python -m examples.flash_attention.kernel``) for a quick check.
 """
@@ -196,7 +200,8 @@ def attn_fwd_kernel(
 
 # --8<-- [start:backward_kernels]
 @triton.jit
-def attn_bwd_preprocess_kernel(O, DO, DELTA, S_Q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+def attn_bwd_preprocess_kernel(O, DO, DELTA, DQ_ACC, S_Q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                               FUSE_DQ: tl.constexpr):
     bh = tl.program_id(1)
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
@@ -205,45 +210,63 @@ def attn_bwd_preprocess_kernel(O, DO, DELTA, S_Q, HEAD_DIM: tl.constexpr, BLOCK_
     o = tl.load(O + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=mask, other=0.0).to(tl.float32)
     do = tl.load(DO + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=mask, other=0.0).to(tl.float32)
     tl.store(DELTA + rows, tl.sum(o * do, 1), mask=offs_m < S_Q)  # (1)!
+    if FUSE_DQ:
+        tl.store(DQ_ACC + rows[:, None] * HEAD_DIM + offs_d[None, :],  # (2)!
+                 tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32), mask=mask)
 
 
 @triton.jit
-def bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, bh, offs_n, lo, hi, S_Q, shift, qk_scale,
-                  MASKED: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, UPCAST: tl.constexpr):
-    """Accumulate one query head's contribution to dK and dV of a key block, over query rows [lo, hi)."""
+def bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, DQ, bh, offs_n, lo, hi, rot, S_Q, shift, qk_scale,
+                  MASKED: tl.constexpr, ROTATE: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
+                  UPCAST: tl.constexpr, FUSE_DQ: tl.constexpr, DQ_TMA: tl.constexpr):
+    """Accumulate one query head's contribution to dK and dV of a key block, over query rows [lo, hi);
+    with FUSE_DQ, also add the key block's share of dQ to the fp32 accumulator."""
     offs_d = tl.arange(0, HEAD_DIM)
-    for start_m in range(lo, hi, BLOCK_M):
+    n_blocks = tl.cdiv(hi - lo, BLOCK_M)
+    for i in range(0, n_blocks):
+        if ROTATE:
+            start_m = lo + (i + rot) % n_blocks * BLOCK_M  # (3)!
+        else:
+            start_m = lo + i * BLOCK_M
         offs_m = start_m + tl.arange(0, BLOCK_M)
         rows = bh.to(tl.int64) * S_Q + offs_m
         in_range = offs_m < S_Q
         q = tl.load(Q + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=in_range[:, None], other=0.0)
         do = tl.load(DO + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=in_range[:, None], other=0.0)
-        lse = tl.load(LSE + rows, mask=in_range, other=float("inf"))  # (2)!
+        lse = tl.load(LSE + rows, mask=in_range, other=float("inf"))  # (4)!
         delta = tl.load(DELTA + rows, mask=in_range, other=0.0)
         if UPCAST:
             q = q.to(tl.float32)
             do = do.to(tl.float32)
-        p_t = tl.math.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse[None, :])  # (3)!
+        p_t = tl.math.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse[None, :])  # (5)!
         if MASKED:
             p_t = tl.where(offs_n[:, None] <= offs_m[None, :] + shift, p_t, 0.0)
-        dv = tl.dot(p_t.to(do.dtype), do, dv)  # (4)!
+        dv = tl.dot(p_t.to(do.dtype), do, dv)  # (6)!
         dp_t = tl.dot(v, tl.trans(do))
-        ds_t = p_t * (dp_t - delta[None, :])  # (5)!
-        dk = tl.dot(ds_t.to(q.dtype), q, dk)
+        ds_t = (p_t * (dp_t - delta[None, :])).to(q.dtype)  # (7)!
+        dk = tl.dot(ds_t, q, dk)
+        if FUSE_DQ:
+            dq = tl.dot(tl.trans(ds_t), k)  # (8)!
+            if DQ_TMA:
+                DQ.atomic_add([bh, start_m, 0], dq.reshape(1, BLOCK_M, HEAD_DIM))  # (9)!
+            else:
+                tl.atomic_add(DQ + rows[:, None] * HEAD_DIM + offs_d[None, :], dq, mask=in_range[:, None],
+                              sem="relaxed")
     return dk, dv
 
 
 @triton.jit(do_not_specialize=SIZES)
 def attn_bwd_dkdv_kernel(
-    Q, K, V, DO, LSE, DELTA, DK, DV, sm_scale,
+    Q, K, V, DO, LSE, DELTA, DQ, DK, DV, sm_scale,
     S_Q, S_K, H, GROUP,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-    UPCAST: tl.constexpr,
+    UPCAST: tl.constexpr, FUSE_DQ: tl.constexpr, DQ_TMA: tl.constexpr, ROTATE: tl.constexpr,
 ):
+    pid_n = tl.program_id(0)
     kv_bh = tl.program_id(1)
     b = kv_bh // (H // GROUP)
     kv_h = kv_bh % (H // GROUP)
-    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     kv_rows = kv_bh.to(tl.int64) * S_K + offs_n
     k = tl.load(K + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], mask=(offs_n < S_K)[:, None], other=0.0)
@@ -255,23 +278,30 @@ def attn_bwd_dkdv_kernel(
     dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
     qk_scale = sm_scale * 1.4426950408889634
     shift = S_K - S_Q
-    n0 = tl.program_id(0) * BLOCK_N
-    if CAUSAL:  # (6)!
+    n0 = pid_n * BLOCK_N
+    if CAUSAL:  # (10)!
         lo = tl.maximum(n0 - shift, 0) // BLOCK_M * BLOCK_M
         mid = tl.minimum(tl.cdiv(tl.maximum(n0 + BLOCK_N - 1 - shift, 0), BLOCK_M) * BLOCK_M,
                          tl.cdiv(S_Q, BLOCK_M) * BLOCK_M)
     else:
         lo = 0
         mid = 0
-    for g in range(GROUP):  # (7)!
+    for g in range(GROUP):  # (11)!
         bh = b * H + kv_h * GROUP + g
-        dk, dv = bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, bh, offs_n, lo, mid, S_Q, shift, qk_scale,
-                               True, BLOCK_M, HEAD_DIM, UPCAST)
-        dk, dv = bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, bh, offs_n, mid, S_Q, S_Q, shift, qk_scale,
-                               False, BLOCK_M, HEAD_DIM, UPCAST)
+        dk, dv = bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, DQ, bh, offs_n, lo, mid, pid_n, S_Q, shift,
+                               qk_scale, True, False, BLOCK_M, HEAD_DIM, UPCAST, FUSE_DQ, DQ_TMA)
+        dk, dv = bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, DQ, bh, offs_n, mid, S_Q, pid_n, S_Q, shift,
+                               qk_scale, False, ROTATE, BLOCK_M, HEAD_DIM, UPCAST, FUSE_DQ, DQ_TMA)
     mask = (offs_n < S_K)[:, None]
     tl.store(DK + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], (dk * sm_scale).to(DK.dtype.element_ty), mask=mask)
     tl.store(DV + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], dv.to(DV.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def attn_bwd_dq_cast_kernel(DQ_ACC, DQ, sm_scale, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    dq = tl.load(DQ_ACC + offs, mask=offs < N, other=0.0)
+    tl.store(DQ + offs, (dq * sm_scale).to(DQ.dtype.element_ty), mask=offs < N)  # (12)!
 
 
 @triton.jit
@@ -296,7 +326,7 @@ def bwd_dq_step(dq, q, do, lse, delta, K, V, kv_bh, offs_m, lo, hi, S_K, shift, 
             p = tl.where(keep, p, 0.0)
         dp = tl.dot(do, tl.trans(v))
         ds = p * (dp - delta[:, None])
-        dq = tl.dot(ds.to(k.dtype), k, dq)  # (8)!
+        dq = tl.dot(ds.to(k.dtype), k, dq)  # (13)!
     return dq
 
 
@@ -366,15 +396,16 @@ FWD_TABLE = {  # (1)!
 BWD_TABLE = {  # (2)!
     (True, "short"): (_bwd(32, 64, 4, 4), _bwd(128, 64, 8, 3)),
     (True, "medium"): (_bwd(64, 128, 8, 2), _bwd(128, 64, 8, 3)),
-    (True, "long"): (_bwd(64, 128, 8, 2), _bwd(128, 64, 8, 3)),
+    (True, "long"): (_bwd(64, 128, 8, 2), None),
     (False, "short"): (_bwd(32, 64, 4, 4), _bwd(128, 64, 8, 3)),
-    (False, "medium"): (_bwd(64, 128, 8, 3), _bwd(128, 128, 8, 2)),
-    (False, "long"): (_bwd(64, 128, 8, 3), _bwd(128, 64, 8, 3)),
+    (False, "medium"): (_bwd(64, 128, 8, 2), None),
+    (False, "long"): (_bwd(64, 128, 8, 2), None),
 }
-"""(dK/dV config, dQ config) per (causal, sequence bucket), for both head sizes."""
+"""(dK/dV config, dQ config) per (causal, sequence bucket), for both head sizes; a dQ config of None
+means the fused backward: the dK/dV kernel adds dQ itself (atomics into an fp32 buffer)."""
 
 INTERPRETER_FWD = _fwd(16, 16, 4, 1)  # (3)!
-INTERPRETER_BWD = (_bwd(16, 16, 4, 1), _bwd(16, 16, 4, 1))
+INTERPRETER_BWD = (_bwd(16, 16, 4, 1), None)
 
 
 def forward_config(head_dim: int, causal: bool, s_q: int, s_k: int) -> dict:
@@ -384,8 +415,8 @@ def forward_config(head_dim: int, causal: bool, s_q: int, s_k: int) -> dict:
     return FWD_TABLE[head_dim, causal][sequence_bucket(s_q, s_k)]
 
 
-def backward_configs(causal: bool, s_q: int, s_k: int) -> tuple[dict, dict]:
-    """(dK/dV, dQ) meta-parameters for this problem: a table lookup, no autotuning."""
+def backward_configs(causal: bool, s_q: int, s_k: int) -> tuple[dict, dict | None]:
+    """(dK/dV, dQ or None for the fused backward) meta-parameters for this problem: a table lookup, no autotuning."""
     if INTERPRETED:
         return INTERPRETER_BWD
     return BWD_TABLE[causal, sequence_bucket(s_q, s_k)]
@@ -478,20 +509,31 @@ def flash_forward(q, k, v, causal: bool, sm_scale: float, path: str = "auto", co
 
 
 def flash_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: tuple | None = None):
-    """dq, dk, dv from the saved lse: Δ = rowsum(dO∘O), then the dK/dV and dQ kernels (contiguous inputs).
+    """dq, dk, dv from the saved lse (contiguous inputs): Δ = rowsum(dO∘O), then either one dK/dV kernel
+    that also adds dQ into an fp32 buffer (``configs[1] is None``) or the dK/dV and dQ kernels.
 
-    ``configs`` = (dK/dV config, dQ config) overrides the table's.
+    ``configs`` = (dK/dV config, dQ config or None) overrides the table's.
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
+    kv_cfg, q_cfg = backward_configs(causal, S_q, S_k) if configs is None else configs
+    fused = q_cfg is None  # (3)!
     delta = torch.empty_like(lse)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    attn_bwd_preprocess_kernel[(triton.cdiv(S_q, 64), B * H)](o, do, delta, S_q, HEAD_DIM=D, BLOCK_M=64)  # (3)!
-    kv_cfg, q_cfg = backward_configs(causal, S_q, S_k) if configs is None else configs
+    dq_acc = torch.empty(q.shape, dtype=torch.float32, device=q.device) if fused else dq
+    attn_bwd_preprocess_kernel[(triton.cdiv(S_q, 64), B * H)](o, do, delta, dq_acc, S_q, HEAD_DIM=D, BLOCK_M=64,
+                                                              FUSE_DQ=fused)
+    dq_tma = fused and tma_available() and not INTERPRETED  # (4)!
+    dq_arg = _descriptor(dq_acc, kv_cfg["BLOCK_M"]) if dq_tma else dq_acc
     args = (q, k, v, do, lse, delta)
     sizes = (sm_scale, S_q, S_k, H, H // H_kv)
     common = dict(HEAD_DIM=D, CAUSAL=causal, UPCAST=INTERPRETED)
-    attn_bwd_dkdv_kernel[(triton.cdiv(S_k, kv_cfg["BLOCK_N"]), B * H_kv)](*args, dk, dv, *sizes, **common, **kv_cfg)
-    attn_bwd_dq_kernel[(triton.cdiv(S_q, q_cfg["BLOCK_M"]), B * H)](*args, dq, *sizes, **common, **q_cfg)
+    attn_bwd_dkdv_kernel[(triton.cdiv(S_k, kv_cfg["BLOCK_N"]), B * H_kv)](*args, dq_arg, dk, dv, *sizes, **common,
+                                                                           FUSE_DQ=fused, DQ_TMA=dq_tma,
+                                                                           ROTATE=fused and not causal, **kv_cfg)
+    if not fused:
+        attn_bwd_dq_kernel[(triton.cdiv(S_q, q_cfg["BLOCK_M"]), B * H)](*args, dq, *sizes, **common, **q_cfg)
+    elif dq.numel():
+        attn_bwd_dq_cast_kernel[(triton.cdiv(dq.numel(), 4096),)](dq_acc, dq, sm_scale, dq.numel(), BLOCK=4096)
     return dq, dk, dv
 
 
@@ -500,7 +542,7 @@ class FlashAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, causal, sm_scale, forward_fn):
-        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # (4)!
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # (5)!
         o, lse = forward_fn(q, k, v, causal, sm_scale)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal, ctx.sm_scale = causal, sm_scale
