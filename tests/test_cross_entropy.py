@@ -299,3 +299,26 @@ def test_more_than_2_31_elements_on_gpu():
         if start in (0, 16000):  # the first rows and the rows past 2**31 elements
             assert_close(logits.grad[rows], z.grad, dtype=torch.bfloat16, name=f"dlogits rows {rows}")
     assert_close(loss.detach(), total / n_valid, dtype=torch.bfloat16, name="loss")
+
+
+@pytest.mark.parametrize("grad_in_logits", [False, True], ids=["new-gradient", "in-place"])
+def test_last_partial_round_goes_to_the_split_kernel(grad_in_logits, monkeypatch):
+    """Rows past the last whole round of SMs (39 = 9·4 + 3 on the interpreter's 4 "SMs") are split
+    across programs: the tail's loss and gradient, an ignored tail row included, match float64."""
+    monkeypatch.setattr(ce_module, "TAIL_SPLIT_MIN_COLS", 1000)
+    monkeypatch.setattr(ce_module, "SPLIT_BLOCK_V", 256)
+    calls = []
+    launch_split = ce_module._launch_split
+    monkeypatch.setattr(ce_module, "_launch_split", lambda *a, **k: calls.append(a[0].shape) or launch_split(*a, **k))
+    n_rows = 9 * ce_module._num_sms() + 3
+    logits, target = make_case(n_rows, 1000, n_ignored=2)
+    target[-1] = -100  # one tail row ignored: zero gradient, zero loss
+    target[-2] = 999  # one whose target sits in the last, partly masked chunk
+    options = dict(reduction="mean", label_smoothing=0.1, softcap=4.0, logit_scale=0.7)
+    loss_ref, grad_ref = expected(logits, target, **options)
+    x = logits.clone().requires_grad_()
+    loss = cross_entropy(x, target, grad_in_logits=grad_in_logits, **options)
+    loss.backward()
+    assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
+    assert_close(x.grad, grad_ref, dtype=torch.float32, name="dlogits")
+    assert calls == [(n_rows % ce_module._num_sms(), 1000)], "the tail did not go to the split-row kernel"

@@ -147,6 +147,12 @@ def cross_entropy_row(
                 safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
                 running_sum = running_sum * tl.exp(chunk_max - safe_max) + tl.exp(z - safe_max)
                 chunk_max = new_max
+        in_range = (y >= 0) & (y < n_cols)
+        x_y = tl.load(x_row + tl.where(in_range, y, 0)).to(tl.float32)  # (7)!
+        if WRITE_GRAD:  # sweep 2 starts at the row's last chunk: that load flies while the loss is computed
+            n_chunks = tl.cdiv(n_cols, BLOCK_V)
+            last = (n_chunks - 1) * BLOCK_V
+            x_last = tl.load(x_row + last + lanes, mask=last + lanes < n_cols, other=0.0, eviction_policy=STREAM)
         if PER_LANE:
             row_max = tl.max(running_max, axis=0)
             lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))  # (6)!
@@ -155,8 +161,6 @@ def cross_entropy_row(
         y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride,  # (15)!
                                                BLOCK_V, KEEP)
 
-        in_range = (y >= 0) & (y < n_cols)
-        x_y = tl.load(x_row + tl.where(in_range, y, 0)).to(tl.float32)  # (7)!
         z_y = tl.where(in_range, _transform(x_y, softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE), float("nan"))
         if HAS_SMOOTHING:
             mean_z = tl.sum(sum_z, axis=0) / n_cols
@@ -167,9 +171,7 @@ def cross_entropy_row(
 
         if WRITE_GRAD:
             # Sweep 2, backwards from the last chunk: the chunks sweep 1 read last are the likeliest in L2.
-            n_chunks = tl.cdiv(n_cols, BLOCK_V)
-            last = (n_chunks - 1) * BLOCK_V
-            x_next = tl.load(x_row + last + lanes, mask=last + lanes < n_cols, other=0.0, eviction_policy=STREAM)
+            x_next = x_last
             for i in range(0, n_chunks):
                 cols = (n_chunks - 1 - i) * BLOCK_V + lanes
                 x = x_next
@@ -363,6 +365,10 @@ PREFETCH = True
 COOPERATIVE = True
 """Launch the waiting split-row grid as a cooperative grid: CUDA then refuses, rather than
 hangs on, a grid that cannot be resident all at once."""
+TAIL_SPLIT_MIN_COLS = 65536
+"""Rows at least this wide: the persistent kernel's last, partial round of rows (8192 rows on
+132 programs leave 8 for a 63rd round) goes to the split-row kernel instead, so that every
+SM takes a chunk of those rows rather than 8 SMs a whole row each while the rest idle."""
 
 
 def launch_config(n_cols: int, write_grad: bool = True) -> dict[str, int]:
@@ -494,20 +500,27 @@ def _forward(
     if write_grad and SPLIT_ROWS and config is None:
         _launch_split(logits, target, loss_rows, grad, n_valid, options, flags)
         return loss_rows
+    tail_to_split = write_grad and config is None and n_cols >= TAIL_SPLIT_MIN_COLS and n_rows >= _num_sms()
     config = dict(config or launch_config(n_cols, write_grad))
     programs_per_sm = config.pop("PROGRAMS_PER_SM", 0)
-    cross_entropy_kernel[_grid(n_rows, programs_per_sm)](  # (3)!
+    tail_to_split = tail_to_split and programs_per_sm > 0
+    whole_rounds = n_rows // _num_sms() * _num_sms() if tail_to_split else n_rows
+    cross_entropy_kernel[_grid(whole_rounds, programs_per_sm)](  # (3)!
         logits, target, loss_rows, grad if write_grad else loss_rows, n_valid,
-        n_rows, n_cols, logits.stride(0), grad.stride(0) if write_grad else 0, *options,
+        whole_rounds, n_cols, logits.stride(0), grad.stride(0) if write_grad else 0, *options,
         WRITE_GRAD=write_grad, PERSISTENT=programs_per_sm > 0, **flags, **config,
     )
+    if whole_rounds < n_rows:  # fewer rows than SMs left over: split them across all the SMs
+        tail = slice(whole_rounds, n_rows)
+        _launch_split(logits[tail], target[tail], loss_rows[tail], grad[tail], n_valid, options, flags, wait=False)
     return loss_rows
 
 
-def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags) -> None:
+def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags, wait: bool = True) -> None:
     """The split-row kernel: one launch whose programs wait for each other on a GPU;
     two launches (partials, then gradients) under the interpreter, which runs programs
-    one after another, so that a program waiting for a later one would wait forever."""
+    one after another, so that a program waiting for a later one would wait forever,
+    and where ``wait=False`` asks for them."""
     n_rows, n_cols = logits.shape
     meta = split_config(n_cols)
     programs_per_sm = meta.pop("PROGRAMS_PER_SM")
@@ -517,7 +530,7 @@ def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags) -> N
     args = (logits, target, loss_rows, grad, n_valid, partials, arrived,
             n_rows, n_cols, n_chunks, logits.stride(0), grad.stride(0), *options)
     meta.update(flags)
-    grid = 0 if INTERPRETED else _split_grid(args, meta, n_rows, n_chunks, programs_per_sm)
+    grid = 0 if INTERPRETED or not wait else _split_grid(args, meta, n_rows, n_chunks, programs_per_sm)
     if grid:
         cross_entropy_split_kernel[(grid,)](*args, PHASE=0, launch_cooperative_grid=COOPERATIVE, **meta)
         return
