@@ -489,7 +489,7 @@ def dequantize_columns(packed: QuantizedWeight, first: int, out: torch.Tensor, c
 
 def _matmul_by_slabs(x: torch.Tensor, packed: QuantizedWeight, out: torch.Tensor, cfg: dict) -> None:
     """``out[:, slab] = x @ dequantize(W)[slab].T``, slab by slab through one reused buffer."""
-    (M, K), N = x.shape, packed.shape[0]
+    K, N = x.shape[1], packed.shape[0]
     width = cfg["COLUMNS"]
     slab = torch.empty((K, width), dtype=x.dtype, device=x.device)  # reused: one slab alive at a time
     for first in range(0, N, width):
