@@ -45,6 +45,25 @@ def ours(logits, target, grad_output=None, **options):
     return loss.detach(), x.grad
 
 
+def check_loss_and_gradient(logits, target, grad_in_logits=False, **options):
+    """Loss and d(loss)/d(logits) (in place or not) against the float64 reference."""
+    loss_ref, grad_ref = expected(logits, target, **options)
+    x = logits.clone().requires_grad_()
+    loss = cross_entropy(x, target, grad_in_logits=grad_in_logits, **options)
+    loss.backward()
+    assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
+    assert_close(x.grad, grad_ref, dtype=torch.float32, name="dlogits" + " written in place" * grad_in_logits)
+
+
+def spy_on_split_kernel(monkeypatch) -> list[int]:
+    """The row count of every split-row launch, recorded as the launches happen."""
+    calls = []
+    launch_split = ce_module._launch_split
+    monkeypatch.setattr(ce_module, "_launch_split",
+                        lambda *args, **kwargs: calls.append(args[0].shape[0]) or launch_split(*args, **kwargs))
+    return calls
+
+
 OPTIONS = [
     dict(reduction=r, label_smoothing=e, softcap=c, logit_scale=s)
     for r, e, c, s in itertools.product(("mean", "sum", "none"), (0.0, 0.1), (None, 3.0), (None, 0.7))
@@ -175,18 +194,10 @@ def test_gradient_in_logits_with_rows_split_across_programs(monkeypatch):
     program of the row overwrites it with its gradient (SPLIT_ROWS is off by default: set it)."""
     monkeypatch.setattr(ce_module, "SPLIT_ROWS", True)
     monkeypatch.setattr(ce_module, "SPLIT_BLOCK_V", 256)
-    calls = []
-    launch_split = ce_module._launch_split
-    monkeypatch.setattr(ce_module, "_launch_split", lambda *args: calls.append(1) or launch_split(*args))
+    calls = spy_on_split_kernel(monkeypatch)
     logits, target = make_case(5, 1000, n_ignored=1)
     target[0] = 999  # in the last, partly masked chunk
-    options = dict(label_smoothing=0.1, softcap=4.0)
-    loss_ref, grad_ref = expected(logits, target, **options)
-    x = logits.clone().requires_grad_()
-    loss = cross_entropy(x, target, grad_in_logits=True, **options)
-    loss.backward()
-    assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
-    assert_close(x.grad, grad_ref, dtype=torch.float32, name="dlogits written in place")
+    check_loss_and_gradient(logits, target, grad_in_logits=True, label_smoothing=0.1, softcap=4.0)
     assert calls, "the split-row kernel was not used"
 
 
@@ -307,18 +318,11 @@ def test_last_partial_round_goes_to_the_split_kernel(grad_in_logits, monkeypatch
     across programs: the tail's loss and gradient, an ignored tail row included, match float64."""
     monkeypatch.setattr(ce_module, "TAIL_SPLIT_MIN_COLS", 1000)
     monkeypatch.setattr(ce_module, "SPLIT_BLOCK_V", 256)
-    calls = []
-    launch_split = ce_module._launch_split
-    monkeypatch.setattr(ce_module, "_launch_split", lambda *a, **k: calls.append(a[0].shape) or launch_split(*a, **k))
+    calls = spy_on_split_kernel(monkeypatch)
     n_rows = 9 * ce_module._num_sms() + 3
     logits, target = make_case(n_rows, 1000, n_ignored=2)
     target[-1] = -100  # one tail row ignored: zero gradient, zero loss
     target[-2] = 999  # one whose target sits in the last, partly masked chunk
-    options = dict(reduction="mean", label_smoothing=0.1, softcap=4.0, logit_scale=0.7)
-    loss_ref, grad_ref = expected(logits, target, **options)
-    x = logits.clone().requires_grad_()
-    loss = cross_entropy(x, target, grad_in_logits=grad_in_logits, **options)
-    loss.backward()
-    assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
-    assert_close(x.grad, grad_ref, dtype=torch.float32, name="dlogits")
-    assert calls == [(n_rows % ce_module._num_sms(), 1000)], "the tail did not go to the split-row kernel"
+    check_loss_and_gradient(logits, target, grad_in_logits=grad_in_logits, label_smoothing=0.1, softcap=4.0,
+                            logit_scale=0.7)
+    assert calls == [n_rows % ce_module._num_sms()], "the tail did not go to the split-row kernel"
