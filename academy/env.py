@@ -23,12 +23,14 @@ def _run(*command: str) -> str | None:
 
 
 def git_commit() -> tuple[str, bool]:
-    """(commit, dirty). A copy of the tree without ``.git`` (as on a lent GPU
-    machine) passes them in ``ACADEMY_GIT_COMMIT`` / ``ACADEMY_GIT_DIRTY``."""
-    commit = _run("git", "rev-parse", "HEAD") or os.environ.get("ACADEMY_GIT_COMMIT", "unknown")
+    """(commit, dirty). ``ACADEMY_GIT_COMMIT`` / ``ACADEMY_GIT_DIRTY`` override what git says: a copy
+    of the tree whose ``.git`` is missing or older than the tree (as on a lent GPU machine) is told by
+    the caller which commit it is."""
+    commit = os.environ.get("ACADEMY_GIT_COMMIT") or _run("git", "rev-parse", "HEAD") or "unknown"
+    if "ACADEMY_GIT_DIRTY" in os.environ:
+        return commit, os.environ["ACADEMY_GIT_DIRTY"] == "1"
     status = _run("git", "status", "--porcelain", "--untracked-files=no")
-    dirty = bool(status) if status is not None else os.environ.get("ACADEMY_GIT_DIRTY", "1") == "1"
-    return commit, dirty
+    return commit, bool(status) if status is not None else True
 
 
 def gpu_driver() -> str:
