@@ -33,3 +33,23 @@ def check_same(x: torch.Tensor, y: torch.Tensor, names: tuple[str, str] = ("x", 
         raise TypeError(f"dtypes differ: {a} {x.dtype} vs {b} {y.dtype}")
     if x.device != y.device:
         raise ValueError(f"devices differ: {a} on {x.device}, {b} on {y.device}")
+
+
+def _byte_span(t: torch.Tensor) -> tuple[int, int]:
+    """[first, last + 1) bytes a tensor's elements reach (strides are never negative in PyTorch)."""
+    extent = sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1
+    return t.data_ptr(), t.data_ptr() + extent * t.element_size()
+
+
+def check_disjoint(name: str, out: torch.Tensor, **inputs: torch.Tensor) -> None:
+    """``out`` shares no memory with any of ``inputs``: a kernel that writes ``out`` while it still
+    reads an input would read its own results. Spans, not elements, are compared, so two interleaved
+    views that never share an element are refused too (a rare, safe refusal)."""
+    if out.numel() == 0:
+        return
+    first, end = _byte_span(out)
+    for other, t in inputs.items():
+        if t.numel() and t.device == out.device:
+            start, stop = _byte_span(t)
+            if first < stop and start < end:
+                raise ValueError(f"{name} overlaps {other} in memory: pass an output that shares no memory with it")

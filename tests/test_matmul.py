@@ -89,6 +89,18 @@ def test_bad_out(out, match):
         matmul(random_tensor((4, 32), torch.float16), random_tensor((32, 8), torch.float16), out=out())
 
 
+@pytest.mark.parametrize("operand", ["a", "b"])
+def test_out_sharing_memory_with_an_operand_is_refused(operand):
+    """Written while still read, an aliased output would be a silent wrong answer: refuse it."""
+    a, b = random_tensor((32, 32), torch.float16), random_tensor((32, 32), torch.float16)
+    with pytest.raises(ValueError, match=f"out overlaps {operand}"):
+        matmul(a, b, out={"a": a, "b": b}[operand])
+    tall = random_tensor((64, 32), torch.float16)  # operand rows and output rows of one buffer: disjoint
+    want = expected(tall[:32], b)
+    assert_close(matmul(tall[:32], b, out=tall[32:]), want, dtype=torch.float16)
+
+
+
 @pytest.mark.parametrize("layouts", [("row", "column"), ("column", "row"), ("column", "column")])
 def test_tma_reads_column_major_through_transposed_descriptors(layouts):
     a = operand(40, 72, torch.float16, layouts[0])

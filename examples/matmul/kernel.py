@@ -35,7 +35,7 @@ import triton.language as tl
 
 from academy import DEVICE, INTERPRETED
 from academy.tma import TensorDescriptor, tma_available
-from academy.validation import check_tensor
+from academy.validation import check_disjoint, check_tensor
 from examples.tiled_matmul.kernel import grouped_tile
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -395,6 +395,7 @@ def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
         raise ValueError(f"out must be {(a.shape[0], b.shape[1])}, got {tuple(out.shape)}")
     if out.dtype != a.dtype or out.device != a.device:
         raise ValueError(f"out must be {a.dtype} on {a.device}, got {out.dtype} on {out.device}")
+    check_disjoint("out", out, a=a, b=b)
 
 
 def choose_path(M: int, N: int, K: int, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None) -> str:
@@ -522,7 +523,7 @@ def matmul(
     ``"tma"``, ``"pointer"``, ``"split_k"`` or ``"gemv"``, to force one kernel;
     ``config`` overrides entries of the chosen path's config (the tuning
     sweep uses both). ``out``: an (M, N) tensor of ``a``'s dtype and device,
-    any strides, not overlapping ``a`` or ``b``; a view writes that block of a
+    any strides, sharing no memory with ``a`` or ``b``; a view writes that block of a
     larger matrix (the low-bit chapter fills its output slab by slab). Forward
     only: no autograd.
     """
