@@ -27,8 +27,12 @@ def test_rounding_error_is_at_most_half_a_step(bits, group, symmetric, dtype):
     w = random_tensor((64, 256), dtype) * 3
     packed = quantize(w, bits, group, symmetric)
     step = packed.scales.double().repeat_interleave(packed.group_size, dim=0).T  # (N, K)
-    error = (dequantize(packed).double() - w.double()).abs()
-    assert (error <= step / 2 * (1 + 1e-9)).all(), f"worst {(error / step).max().item():.4f} steps"
+    dequantized = dequantize(packed).double()
+    error = (dequantized - w.double()).abs()
+    # fp16/bf16 scales make (q − z)·s exact in fp32; fp32 scales round that product once, by ≤ 2⁻²⁴ of it
+    product_rounding = dequantized.abs() * 2.0**-24 if dtype == torch.float32 else 0.0
+    bound = step / 2 * (1 + 1e-9) + product_rounding
+    assert (error <= bound).all(), f"worst {((error - bound) / step).max().item():.3g} steps past the bound"
     assert (error / step).max() > 0.45  # and the bound is tight: some weight sits almost half a step away
 
 
