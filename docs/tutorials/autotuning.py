@@ -180,6 +180,37 @@ for K, BLOCK_K in [(4096, 64), (4100, 64), (70, 32)]:
 # `BLOCK_N = next_power_of_2(N)` for a row-wise kernel, or `num_warps` from a
 # block size.
 #
+# A well-known rule of that kind is the settings helper of Unsloth's
+# row-wise kernels (the seeds' cross-entropy, GeGLU, SwiGLU and layer norm
+# all call one): the block is the row rounded up to a power of two, refused
+# above 65,536 lanes, and the warps grow with it, 4 by default, 8 from 2048
+# lanes, 16 from 8192 and 32 from 32768, so that each thread holds a
+# roughly constant number of values. Written out:
+
+# %%
+import triton
+
+
+def row_settings(n: int, max_block: int = 65536) -> tuple[int, int]:
+    """(BLOCK_SIZE, num_warps) for a row of n values, the Unsloth-style ladder."""
+    block = triton.next_power_of_2(n)
+    if block > max_block:
+        raise ValueError(f"a row of {n} values needs {block} lanes; at most {max_block} fit one block")
+    warps = 32 if block >= 32768 else 16 if block >= 8192 else 8 if block >= 2048 else 4
+    return block, warps
+
+
+for n in (1000, 4096, 11008, 32000, 65536):
+    block, warps = row_settings(n)
+    print(f"N = {n:6d}: BLOCK_SIZE = {block:6d}, num_warps = {warps:2d}, {block // (32 * warps):3d} values per thread")
+
+# %% [markdown]
+# The values per thread stay between 8 and 64 across the ladder. The cap is
+# the rule's real limit: a vocabulary of 128,256 has no block, which is why
+# our [cross-entropy](../../kernels/cross_entropy/) loops over chunks
+# instead, and why our norm chapters switch to a chunked kernel above their
+# widest in-register row.
+#
 # ## 5. Caching: what is kept, and where
 #
 # Two different things are cached.

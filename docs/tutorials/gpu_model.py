@@ -50,6 +50,15 @@ Markdown(hardware_table_markdown())
 #   are derived from the boost clock; where the cited documents give no clock
 #   (B200) we print nothing rather than guess, and the figures for it that
 #   circulate in lecture notes disagree with each other for that reason.
+#   The lecture among our sources, for instance, lists register bandwidth
+#   of about $116$, $401$ and $447$ TB/s and shared-memory bandwidth of
+#   about $19$, $33$ and $19$ TB/s for A100, H100 and B200. The first two
+#   columns match the derivation here. The B200's shared-memory figure
+#   cannot: with 148 SMs of 32 four-byte banks, $19$ TB/s would mean a
+#   clock of $19 \times 10^{12} / (148 \cdot 128) \approx 1.0$ GHz, while
+#   its register figure implies nearly twice that. Its L2 figures (about
+#   $5$–$8$, $12$ and $9$ TB/s) are microbenchmark estimates, not spec-sheet
+#   values, which is why the table above leaves L2 bandwidth out.
 # - Blackwell adds **tensor memory** (TMEM), 256 KB per SM that holds
 #   tensor-core accumulators, so a matmul's running sums no longer occupy
 #   registers.
@@ -66,7 +75,15 @@ Markdown(hardware_table_markdown())
 # other. Hopper added a level between block and grid, the **thread-block
 # cluster**: up to 8 blocks (16 with an opt-in) scheduled at once on nearby
 # SMs, which can read and write each other's shared memory (*distributed
-# shared memory*).
+# shared memory*). What that buys is cooperation between neighbouring blocks
+# without a round trip through L2: a reduction split over several blocks can
+# exchange its partial results on chip, and one tile that several blocks
+# need can be fetched once and delivered to all of them (TMA multicast).
+# CUDA and CUTLASS program clusters directly. Triton exposes less: a
+# `triton.Config` (or a launch) can ask for `num_ctas` blocks per cluster on
+# Hopper and later, but `triton.language` has no operation that reads
+# another program's shared memory, so a Triton kernel never addresses
+# distributed shared memory itself.
 #
 # A Triton program is one thread block; `tl.program_id` is the block's index
 # in the grid, and `num_warps` sets its size in warps.

@@ -381,7 +381,95 @@ if not shown:
 # instructions as it can. When the PTX shows scalar `ld.global.b32` instead
 # of `.v4`, the compiler could not prove the addresses contiguous and
 # aligned, a common and silent loss of bandwidth.
+
+# %% [markdown]
+# ## 10. How a time grows with the problem
 #
+# A sweep over sizes shows where the floor of section 6 ends. A matmul of
+# $n \times n$ by $n \times n$ does $2n^3$ FLOPs, so once the tensor cores
+# are busy its time should grow eightfold per doubling of $n$; below that,
+# it barely moves. Here are cuBLAS's medians from the matmul chapter's
+# committed H100 results (CUDA-graph replays, so no launch cost is in them):
+
+# %%
+matmul_files = chapter("matmul").results_files()
+if matmul_files:
+    rows = sorted(
+        (r for r in load(matmul_files[0]).rows
+         if r.provider == "cublas" and r.sweep == "square" and r.dtype == "bfloat16"),
+        key=lambda r: r.params["N"],
+    )
+    previous = None
+    for row in rows:
+        n = row.params["N"]
+        growth = f"   x{row.ms / previous.ms:4.1f} for x{n / previous.params['N']:.0f} in n" if previous else ""
+        print(f"n = {n:5d}: {row.ms * 1e3:9.1f} µs, {row.rate:6.0f} TFLOP/s{growth}")
+        previous = row
+else:
+    print("matmul has no committed results yet")
+
+# %% [markdown]
+# Read the growth column against 8: where it is well below, the GPU was not
+# full (too few tiles for the SMs, or a fixed cost); where it is close, the
+# time is the arithmetic. On the smallest sizes a host-timed measurement
+# would show an even flatter curve, since the launch itself, several
+# microseconds, would dominate.
+#
+# ## 11. Two more tools: `torch.utils.benchmark` and Nsight
+#
+# **`torch.utils.benchmark.Timer`** is PyTorch's `timeit`. It takes a
+# statement and its globals, runs it in loops, and (when CUDA is present)
+# synchronises the device before reading the host clock at both ends, so a
+# measurement includes the device work. `blocked_autorange` picks the number
+# of loops per sample itself and returns a `Measurement` with the median and
+# the interquartile range; `benchmark.Compare` prints several measurements
+# as one table. What it does not do: flush L2 or rotate inputs (section 4),
+# or remove the host's launch cost (section 5). It is a good first tool for
+# comparing two versions of the same Python call; for a kernel's own time,
+# use events, `do_bench` or graphs. It runs on the CPU too:
+
+# %%
+from torch.utils import benchmark
+
+x = torch.randn(256, 256, device=academy.DEVICE)
+measurements = [
+    benchmark.Timer(stmt=stmt, globals={"naive_gelu": naive_gelu, "F": torch.nn.functional, "x": x},
+                    label="tanh GeLU, 256 x 256", description=name).blocked_autorange(min_run_time=0.2)
+    for name, stmt in (("op by op", "naive_gelu(x)"), ("built-in", "F.gelu(x, approximate='tanh')"))
+]
+for m in measurements:
+    print(f"{m.description:9s}: median {m.median * 1e6:8.1f} µs, IQR {m.iqr * 1e6:6.1f} µs "
+          f"over {len(m.times)} samples (this machine's CPU)")
+
+# %% [markdown]
+# **Nsight Systems** (`nsys profile -o trace python train.py`) records a
+# timeline of the whole program: every kernel, copy and synchronisation on
+# the GPU's streams next to the Python thread that launched them. It
+# answers "where does the time go, and is the GPU ever idle?": gaps between
+# kernels are host overhead, and a stream of tiny kernels is a fusion
+# opportunity. **Nsight Compute** (`ncu --set full -k regex:gelu python
+# script.py`) replays one kernel many times under hardware counters and
+# reports, among much else, achieved DRAM throughput against peak, achieved
+# occupancy and its limiter (registers, shared memory, block size), and
+# what the warps were stalled on. Reach for it when a kernel sits below its
+# roofline and the checks of [the GPU page](../gpu_model/#why-is-my-kernel-slow)
+# do not say why. Both need the GPU and NVIDIA's tools; neither runs here.
+#
+# **Reading a library kernel's name.** In a profiler table, cuBLAS and
+# CUTLASS kernels carry their configuration in their names: the target
+# architecture (`sm80`, `sm90`, `sm100`), the datapath (`simt` for the
+# ordinary FP32 units, tokens such as `tensorop` or `gmma` for tensor
+# cores), the data types (`f16`, `bf16`, `f32`), the operand layouts (`nn`,
+# `nt`, `tn`), and the tile, such as `64x64x16` for
+# $B_M \times B_N \times B_K$. A `simt` `f32` kernel under an fp32 matmul
+# says the tensor cores were not used at all (TF32 off); a small tile on a
+# large problem says the library's heuristic expected little parallelism.
+# `torch.profiler` can also be asked for more detail per event: the lecture
+# among our sources passes the private
+# `experimental_config=torch._C._profiler._ExperimentalConfig(verbose=True)`
+# for that, a switch that may change between PyTorch releases.
+
+# %% [markdown]
 # ## Exercises
 #
 # **1. An honest timer.** Write `time_kernel(gpu, name, work_ms, *, warmup=3,
