@@ -72,7 +72,9 @@ def test_error_grows_as_sqrt_k():
     for K in (256, 1024, 4096):
         w = random_tensor((2048, K), torch.float64)
         packed = quantize(w.float(), 4, 128)
-        x = torch.sign(random_tensor((1, K), torch.float64))
+        # 8 sign vectors × 2048 outputs (nearly uncorrelated): each RMS is known to ≈ 1/√(2·16384) ≈ 0.55%, a ratio
+        # to ≈ 0.9%, so rel=0.1 is 11σ away (one vector, 2048 samples: σ ≈ 2.1%, 4.7σ, a failure per ~2·10⁵ runs)
+        x = torch.sign(random_tensor((8, K), torch.float64))
         rms.append((x @ dequantize(packed).double().T - x @ w.T).pow(2).mean().sqrt().item())
     assert rms[1] / rms[0] == pytest.approx(2.0, rel=0.1)
     assert rms[2] / rms[1] == pytest.approx(2.0, rel=0.1)
