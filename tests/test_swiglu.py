@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from academy import DEVICE, INTERPRETED
-from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor, tolerance
 from examples.swiglu import kernel
 from examples.swiglu.kernel import reference, swiglu
 
@@ -39,6 +39,19 @@ def _baseline(gate, up, dout):
     return out.detach(), g.grad, u.grad
 
 
+def _dgate_tolerance(gate, up, dout, dtype):
+    """The dtype's bar for dgate = dout·up·σ(g)·(1 + g·(1 − σ(g))), scaled by ‖dout·up·σ·(1 + |g|·(1 − σ))‖/‖dgate‖.
+
+    silu' vanishes at g ≈ −1.28, where 1 + g·(1 − σ) cancels: the kernel's fp32 roundings are relative to the
+    terms 1 and |g|·(1 − σ), not to their sum. The ratio is ≈ 1.04 on wide rows; a lone gate within ~0.01 of the
+    root (about 1 seed in 1000 for shape (1,)) failed the unscaled fp32 bar.
+    """
+    g, u, d = gate.detach().double(), up.detach().double(), dout.double()
+    s = torch.sigmoid(g)
+    terms = torch.linalg.vector_norm(d * u * s * (1 + g.abs() * (1 - s)))
+    return tolerance(dtype) * (terms / torch.linalg.vector_norm(d * u * s * (1 + g * (1 - s)))).item()
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 def test_forward_and_backward(shape, dtype, block):
@@ -50,8 +63,9 @@ def test_forward_and_backward(shape, dtype, block):
     assert out.dtype == dtype and gate.grad.dtype == dtype and up.grad.dtype == dtype
     expected = _float64(gate, up, dout)
     baseline = _baseline(gate, up, dout) if dtype != torch.float32 else (None,) * 3
-    for name, got, exp, base in zip(("out", "dgate", "dup"), (out, gate.grad, up.grad), expected, baseline):
-        assert_close(got, exp, dtype=dtype, baseline=base, name=name)
+    tols = (tolerance(dtype), _dgate_tolerance(gate, up, dout, dtype), tolerance(dtype))
+    for name, got, exp, base, tol in zip(("out", "dgate", "dup"), (out, gate.grad, up.grad), expected, baseline, tols):
+        assert_close(got, exp, tol=tol, baseline=base, name=name)
 
 
 @pytest.mark.skipif(INTERPRETED, reason="bf16 stores truncate under the interpreter: GPU only")
