@@ -40,7 +40,8 @@ def _baseline(gate, up, dout):
 
 
 def _dgate_tolerance(gate, up, dout, dtype):
-    """The dtype's bar for dgate = dout·up·σ(g)·(1 + g·(1 − σ(g))), scaled by ‖dout·up·σ·(1 + |g|·(1 − σ))‖/‖dgate‖.
+    """The bar for dgate = dout·up·σ(g)·(1 + g·(1 − σ(g))): the dtype's, plus the fp32 bar times (‖terms‖/‖dgate‖ − 1),
+    terms = dout·up·σ·(1 + |g|·(1 − σ)).
 
     silu' vanishes at g ≈ −1.28, where 1 + g·(1 − σ) cancels: the kernel's fp32 roundings are relative to the
     terms 1 and |g|·(1 − σ), not to their sum. The ratio is ≈ 1.04 on wide rows; a lone gate within ~0.01 of the
@@ -49,7 +50,8 @@ def _dgate_tolerance(gate, up, dout, dtype):
     g, u, d = gate.detach().double(), up.detach().double(), dout.double()
     s = torch.sigmoid(g)
     terms = torch.linalg.vector_norm(d * u * s * (1 + g.abs() * (1 - s)))
-    return tolerance(dtype) * (terms / torch.linalg.vector_norm(d * u * s * (1 + g * (1 - s)))).item()
+    ratio = (terms / torch.linalg.vector_norm(d * u * s * (1 + g * (1 - s)))).item()
+    return tolerance(dtype) + tolerance(torch.float32) * (ratio - 1)  # fp32 inside; the dtype's bar for the last rounding
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
