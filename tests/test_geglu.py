@@ -1,12 +1,14 @@
 """geglu, exact and tanh forms: forward and both gradients against float64 PyTorch, each form
 against its own reference."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from academy import DEVICE, INTERPRETED
-from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor, tolerance
 from examples.geglu.kernel import APPROXIMATIONS, geglu, reference
 from examples.swiglu import kernel as gated_layer
 
@@ -27,6 +29,31 @@ def _torch(gate, up, dout, approximate, dtype):
     return out.detach(), g.grad, u.grad
 
 
+def _tolerances(gate, up, dout, approximate, dtype):
+    """Bars for out, dgate and dup: the dtype's bar for the final rounding, plus the fp32 bar times ‖terms‖/‖result‖ − 1.
+
+    The kernel computes in fp32 GeLU as ½x·(1 + E), E = erf(x/√2) or tanh(inner), and its derivative as the sum
+    ½(1 + E) + x·φ(x) (exact) or ½(1 + t) + ½x·(1 − t²)·inner' (tanh): for negative x, 1 + E cancels, and the
+    derivative vanishes near x ≈ −0.75, where its two summands cancel. Those fp32 roundings are relative to the
+    terms (1 + |E| and the summands' magnitudes), not to the result: ‖terms‖/‖result‖ is ≈ 1.4 on wide rows, and
+    without it a handful of 7 gates near the root failed the fp32 bar (about 1 seed in 3000, torch.manual_seed(926)).
+    """
+    x, u, d = gate.detach().double(), up.detach().double(), dout.double()
+    if approximate == "tanh":
+        e = torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))
+        second = 0.5 * x * (1 - e * e) * math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * x**2)
+    else:
+        e = torch.erf(x / math.sqrt(2))
+        second = x * torch.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    grad, grad_terms = 0.5 * (1 + e) + second, 0.5 * (1 + e.abs()) + second.abs()
+    gelu, gelu_terms = 0.5 * x * (1 + e), 0.5 * x.abs() * (1 + e.abs())
+    bars = []
+    for terms, value, scale in ((gelu_terms, gelu, u), (grad_terms, grad, d * u), (gelu_terms, gelu, d)):
+        ratio = ((terms * scale).norm() / (value * scale).norm()).item()
+        bars.append(tolerance(dtype) + tolerance(torch.float32) * (ratio - 1 if math.isfinite(ratio) else 0))
+    return bars
+
+
 @pytest.mark.parametrize("approximate", APPROXIMATIONS)
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
@@ -39,8 +66,9 @@ def test_forward_and_backward(shape, dtype, approximate):
     assert out.dtype == dtype and gate.grad.dtype == dtype and up.grad.dtype == dtype
     expected = _torch(gate, up, dout, approximate, torch.float64)
     baseline = _torch(gate, up, dout, approximate, dtype) if dtype != torch.float32 else (None,) * 3
-    for name, got, exp, base in zip(("out", "dgate", "dup"), (out, gate.grad, up.grad), expected, baseline):
-        assert_close(got, exp, dtype=dtype, baseline=base, name=f"{approximate}:{name}")
+    tols = _tolerances(gate, up, dout, approximate, dtype)
+    for name, got, exp, base, tol in zip(("out", "dgate", "dup"), (out, gate.grad, up.grad), expected, baseline, tols):
+        assert_close(got, exp, tol=tol, baseline=base, name=f"{approximate}:{name}")
 
 
 def test_the_two_forms_differ_and_each_matches_its_own():
