@@ -93,13 +93,19 @@ def test_more_rows_than_programs(path):
 def test_strided_rows_and_no_grad():
     x = random_tensor((6, 3 * 100))[:, :200]  # row stride 300
     weight = random_tensor(200, offset=1.0)
-    assert_close(rmsnorm_swiglu(x, weight, eps=1e-5), reference(x.double(), weight.double(), 1e-5))
+    assert_close(rmsnorm_swiglu(x, weight, eps=1e-5), unfused_torch(x.double(), weight.double(), 1e-5))
     assert not rmsnorm_swiglu(x, weight).requires_grad
 
 
 def test_matches_the_unfused_pair():
     x, weight, _ = _inputs((8, 500), torch.float32)
     assert_close(rmsnorm_swiglu(x, weight), unfused_torch(x.double(), weight.double()))
+
+
+def test_reference_is_the_definition():
+    """The bench checks every provider against ``reference`` (fp32) before timing it."""
+    x, weight, _ = _inputs((8, 500), torch.float32)
+    assert_close(reference(x, weight), unfused_torch(x.double(), weight.double()), dtype=torch.float32)
 
 
 @pytest.mark.skipif(INTERPRETED, reason="bf16 stores truncate under the interpreter: GPU only")
