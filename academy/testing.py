@@ -3,7 +3,9 @@
 * :func:`assert_close` compares against a reference by relative L2 error,
   ``‖out − ref‖ / ‖ref‖`` computed in float64, with a report that says where
   and how badly a result is wrong. NaN never passes.
-* :data:`TOLERANCES` holds one bar per dtype, so every chapter uses the same.
+* :data:`TOLERANCES` holds one bar per dtype, so every chapter uses the same;
+  :func:`cancellation_tolerance` widens it, by a derived amount, where the
+  kernel's terms cancel.
 * :func:`random_tensor` makes fresh random inputs (never zeros);
   :data:`IRREGULAR_SIZES` lists sizes that are not powers of two, so masks
   are exercised.
@@ -38,6 +40,20 @@ def tolerance(dtype: torch.dtype) -> float:
         return TOLERANCES[dtype]
     except KeyError:
         raise ValueError(f"no tolerance defined for {dtype}") from None
+
+
+def cancellation_tolerance(dtype: torch.dtype, terms: torch.Tensor, result: torch.Tensor) -> float:
+    """The bar for a result the kernel sums in fp32 from terms that can cancel, stored in ``dtype``.
+
+    fp32 roundings are relative to the terms, not to their sum, so a result that is a small remainder
+    (a softmax backward on a one-hot row, silu' near its root) carries more relative error than the fp32
+    bar. The bar is the dtype's (the final rounding) plus the fp32 bar times ``‖terms‖ / ‖result‖ − 1``;
+    pass both in float64, ``terms`` as the same sum with every summand made non-negative. Where the
+    terms do not cancel the ratio is 1 and the bar is the dtype's.
+    """
+    result_norm = torch.linalg.vector_norm(result.double()).item()
+    ratio = torch.linalg.vector_norm(terms.double()).item() / result_norm if result_norm > 0 else 1.0
+    return tolerance(dtype) + tolerance(torch.float32) * (ratio - 1 if math.isfinite(ratio) else 0.0)
 
 
 def rel_l2_error(out: torch.Tensor, ref: torch.Tensor) -> float:
