@@ -248,7 +248,7 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
 
     what = ", ".join(filter(None, [sweep, dtype, mode]))
     note = (
-        f"*{what + ': ' if what else ''}median of `do_bench` ± half its p20–p80 range; {unit} from the minimal "
+        f"*{what + ': ' if what else ''}median time per call over CUDA-graph replays ± half its p20–p80 range; {unit} from the minimal "
         f"{'bytes' if metric == 'bandwidth' else 'FLOPs'} per call; % of the {ceiling_name(metric)} ceiling "
         f"measured in the same run ({fmt_rate(results.ceiling_of(metric), unit)}); vs best peer = fastest peer's "
         f"median ÷ ours, bold when ours is at least as fast{'; ours (…) are our own earlier stages, not peers' if any(is_ours(p) and p != OURS for p in providers) else ''}.*"
