@@ -1,10 +1,12 @@
 """The learnable swish: gradcheck through the kernels in float64, and autograd in low precision."""
 
+import math
+
 import pytest
 import torch
 
 from academy import DEVICE
-from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor, tolerance
 from examples.backward_pass import kernel
 from examples.backward_pass.kernel import manual_backward, reference, swish
 
@@ -27,6 +29,21 @@ def test_gradcheck_with_more_rows_than_one_block():
     assert torch.autograd.gradcheck(swish, (x, w), eps=1e-6, atol=1e-8, rtol=1e-6)
 
 
+def _dx_tolerance(x, w, dy, dtype):
+    """The dtype's bar for the final rounding, plus the fp32 bar times ‖terms‖/‖dx‖ − 1.
+
+    The kernel computes dx = dy·(s + u·s·(1 − s)), u = w·x, s = σ(u), in fp32: the sum vanishes at u ≈ −1.28
+    (silu′'s root) and 1 − s cancels for large u, so its roundings are relative to dy·(s + |u|·s·(1 + s)), not to
+    dx. On a lone fp32 element near the root dx failed both 1e-5 and twice PyTorch's error, which rounds
+    differently (1 of 3000 seeds, torch.manual_seed(1592)).
+    """
+    x, w, dy = x.detach().double(), w.detach().double(), dy.double()
+    u = w * x
+    s = torch.sigmoid(u)
+    ratio = ((dy * (s + u.abs() * s * (1 + s))).norm() / (dy * (s + u * s * (1 - s))).norm()).item()
+    return tolerance(dtype) + tolerance(torch.float32) * (ratio - 1 if math.isfinite(ratio) else 0)
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (7, 127), (33, 300), (2, 5, 1025)], ids=str)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
 def test_forward_and_backward_match_autograd(shape, dtype):
@@ -42,7 +59,8 @@ def test_forward_and_backward_match_autograd(shape, dtype):
     reference(x_low, w_low).backward(dy)  # PyTorch's own error in this dtype
     assert y.dtype == dtype and x.grad.dtype == dtype and w.grad.dtype == dtype
     assert_close(y, y64, dtype=dtype, name="y")
-    assert_close(x.grad, x64.grad, dtype=dtype, baseline=x_low.grad, name="dx")
+    dx_tol = _dx_tolerance(x, w, dy, dtype)  # why: σ + u·σ′ cancels near u ≈ −1.28 (see _dx_tolerance)
+    assert_close(x.grad, x64.grad, tol=dx_tol, baseline=x_low.grad, name="dx")
     assert_close(w.grad, w64.grad, dtype=dtype, baseline=w_low.grad, name="dw")
 
 
