@@ -7,7 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from academy import DEVICE
-from academy.testing import FLOAT_DTYPES, IRREGULAR_SIZES, assert_close, poison_allocations, random_tensor, tolerance
+from academy.testing import (
+    FLOAT_DTYPES, IRREGULAR_SIZES, assert_close, cancellation_tolerance, poison_allocations, random_tensor,
+)
 from examples.gelu import kernel
 from examples.gelu.kernel import BLOCK_SIZE, gelu, naive_gelu_tanh, reference
 
@@ -32,8 +34,7 @@ def _tolerance(x, approximate, dtype):
     """
     x = x.double()
     e = torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)) if approximate == "tanh" else torch.erf(x / math.sqrt(2))
-    ratio = ((0.5 * x.abs() * (1 + e.abs())).norm() / (0.5 * x * (1 + e)).norm()).item()
-    return tolerance(dtype) + tolerance(torch.float32) * (ratio - 1 if math.isfinite(ratio) else 0)
+    return cancellation_tolerance(dtype, 0.5 * x.abs() * (1 + e.abs()), 0.5 * x * (1 + e))
 
 
 @IGNORE_EXP_OVERFLOW
