@@ -59,8 +59,9 @@ print(type(add_kernel).__name__, "with BLOCK_SIZE =", BLOCK_SIZE)
 # ## Run it and check it
 #
 # Tensors go on `academy.DEVICE`, so this cell runs unchanged on a GPU.
-# Floating-point addition of two numbers is exact to the last bit in any
-# order, so we can demand equality, not just closeness.
+# The sum of two floats is not exact, but IEEE 754 fixes its rounding: the
+# kernel's fp32 add and PyTorch's round `x + y` to the same nearest float,
+# so we can demand equality, not just closeness.
 
 # %%
 torch.manual_seed(0)
