@@ -262,9 +262,12 @@ print(f"ridge point:    {ceilings.ridge_point:,.0f} FLOP/byte")
 # this GPU. Element-wise ops and normalisations do a handful: they are
 # memory bound, and their figure of merit is GB/s against the copy ceiling.
 # One more honest caveat: the matmul roof is a *tensor-core* rate. Work that
-# cannot use tensor cores (an exponential, a division) runs on the ordinary
+# cannot use tensor cores (a subtraction, a running sum) runs on the ordinary
 # FP32 units, whose spec-sheet rate is drawn dashed below: a lower roof, and
-# still far above what our memory-bound kernels need.
+# still far above what our memory-bound kernels need. An exponential or a
+# reciprocal goes to the special-function units, lower still (16 results per
+# clock per SM, an eighth of the H100's 128 FP32 lanes), and still enough for
+# one per element at memory speed.
 #
 # Our measured kernels, placed on it: every row of our own kernel in the
 # committed results of [Vector addition](../../kernels/vector_add/) and
@@ -283,10 +286,11 @@ points = measured_points("h100")
 HTML(roofline_svg(ceilings.copy_gbps, roofs, points, title=f"Roofline of {ceilings.gpu}", bandwidth_label="copy"))
 
 # %% [markdown]
-# Every point sits far left of the ridge and on, or just under, the slanted
-# roof: these kernels are as fast as memory lets them be, and the small ones
-# fall below it because a launch of a few microseconds cannot reach full
-# bandwidth. Making them do fewer FLOPs would change nothing; making them
+# Every point sits far left of the ridge, and most sit on, or just under, the
+# slanted roof: these kernels are as fast as memory lets them be. The small
+# ones fall below it because a launch of a few microseconds cannot reach full
+# bandwidth, and the softmax's widest rows (65,536 columns) sit somewhat
+# below it too. Making them do fewer FLOPs would change nothing; making them
 # move fewer bytes (fusion) is the only lever.
 
 # %%
