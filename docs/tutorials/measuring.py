@@ -335,10 +335,12 @@ print("\n".join(line for line in table.splitlines() if "Self CPU time total" not
 #   `32 × num_warps` threads;
 # - `ld.global` / `st.global` are the loads and stores to HBM. A suffix
 #   `.v4.b32` means one instruction moves four 32-bit values, 16 bytes, per
-#   thread: the widest access there is, and the one you want in a
+#   thread: the widest access an H100 has, and the one you want in a
 #   memory-bound kernel. A leading `@%p1` is the predicate: the mask;
-# - `.reg .f32 %f<n>`, `.reg .b32 %r<n>`: the virtual register families
-#   (floats, 32-bit integers, `%rd` 64-bit addresses, `%p` predicates);
+# - `.reg .b32 %r<n>`, `.reg .b64 %rd<n>`, `.reg .pred %p<n>`: the virtual
+#   register families, named by width, not type (`%rs` 16-bit, `%r` 32-bit
+#   integers *and* floats, `%rd` 64-bit addresses, `%p` predicates; the PTX
+#   of Triton 3.6 has no separate `%f` family for floats);
 # - **`n_regs`**: the real registers per thread that `ptxas` allocated. An
 #   SM has 65,536 registers, so 128 registers per thread caps it at 512
 #   resident threads; and **`n_spills`**: values that did not fit and went
