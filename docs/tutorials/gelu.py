@@ -152,7 +152,8 @@ show("examples/gelu/kernel.py:kernel")
 
 # %% [markdown]
 # - The block's starting offset is computed in int64: a $16384^2$ tensor has
-#   $2^{28}$ elements, and a bigger one would overflow int32 offsets.
+#   $2^{28}$ elements, and one of $2^{31}$ or more would overflow int32
+#   offsets.
 # - The values are converted to fp32 right after the load. The arithmetic in
 #   fp32 is free here (the kernel waits on memory anyway), it is more accurate
 #   than rounding every step to bf16 as the naive version does, and Triton's
@@ -258,9 +259,10 @@ bench_plot("gelu", sweep="square", mode="fwd", dtype="bfloat16")
 # What to look for in the table: the three fused providers (ours, eager,
 # compile) should sit close together near the copy ceiling at large sizes,
 # since they move the same two passes; the naive version should be slower by
-# roughly the ratio of passes counted above. Small matrices fit in L2 or are
-# dominated by launch overhead, where none of the providers reaches HBM
-# bandwidth.
+# roughly the ratio of passes counted above. On small matrices (a few MiB,
+# rotated out of L2 like the rest) the fixed cost of a kernel dominates (see
+# [Measuring honestly](../measuring/), section 6), and none of the providers
+# reaches HBM bandwidth.
 #
 # ## Exercises
 #
@@ -273,8 +275,9 @@ answer("examples/gelu/exercises.py:sigmoid_form")
 
 # %% [markdown]
 # From $\tanh z = 2\sigma(2z) - 1$: $\tfrac12(1 + 2\sigma(2z) - 1) = \sigma(2z)$.
-# The kernel saves a multiply and two additions per element (invisible in a
-# memory-bound kernel) and, more usefully, never forms $1 + \tanh z$ for
+# As written, the kernel saves two multiplies and two additions per element
+# ($2\sigma$, $-1$, $1 +$, $\tfrac12 x$; invisible in a memory-bound
+# kernel) and, more usefully, never forms $1 + \tanh z$ for
 # negative $z$, where $\tanh z \approx -1$ and the sum cancels.
 #
 # **2. GeGLU.** Gated feed-forward layers compute
