@@ -132,8 +132,11 @@ show("examples/tiled_matmul/kernel.py:matmul_kernel")
 # 5. The K mask: columns of the $A$ tile (rows of the $B$ tile) past the end
 #    of $K$ are not read, and `other=0.0` makes them contribute nothing to the
 #    dot product.
-# 6. `tl.dot` multiplies the two tiles on the tensor cores and adds into
-#    `acc`. Its tiles must be at least 16 in every dimension.
+# 6. `tl.dot` multiplies the two tiles and adds into `acc`: on the tensor
+#    cores for fp16/bf16 (and for fp32 as TF32; `"ieee"` fp32 runs on the
+#    FP32 units). Triton 3.6 asks only that $B_K$ be at least 16 (newer
+#    releases accept 8 for fp32) and pads small $B_M$, $B_N$; this launcher
+#    asks for powers of two of at least 16 in every dimension.
 # 7. Move both pointer blocks one step along K: `BLOCK_K` times the stride of
 #    the K dimension, in elements.
 # 8. The epilogue, applied while the tile is still in registers (section 5).
@@ -148,7 +151,9 @@ show("examples/tiled_matmul/kernel.py:launcher")
 # Notes on the launcher:
 #
 # 1. Offsets are computed in int32. Rather than silently overflow, the
-#    launcher refuses operands that span more than $2^{31} - 1$ elements.
+#    launcher refuses an operand whose largest element offset passes
+#    $2^{31} - 1$ (and, a few lines down, an output of more than
+#    $2^{31} - 1$ elements).
 # 2. A 1-D grid: the kernel turns its program id into a tile itself, which is
 #    what lets it choose the order.
 # 3. Strides are passed for every operand, so transposed and sliced inputs
@@ -192,7 +197,7 @@ for k_start in range(0, K_small, BLOCK_K):
 #
 # The last tile of rows can run past $M$ too. The kernel does not mask those
 # loads; it wraps the row index with `% M`, so the extra rows re-read real
-# rows of $A$ (always in bounds, and loads without a mask stay fast), and the
+# rows of $A$ (always in bounds, so the loads need no row mask), and the
 # garbage they produce lands in rows of the tile that the store mask throws
 # away. With $M = 10$ and $B_M = 4$:
 
@@ -337,7 +342,8 @@ for activation in ("relu", "leaky_relu"):
 # On a GPU, `tl.dot` on fp32 inputs defaults to **TF32**: it rounds both
 # inputs to 10 mantissa bits (fp32 has 23) so the tensor cores can multiply
 # them, and accumulates in fp32. That is several times faster than true fp32,
-# and about three decimal digits less accurate. A test that compares an fp32
+# and nearly four decimal digits less precise per input ($2^{13}$ coarser).
+# A test that compares an fp32
 # kernel with `torch.matmul` (which does *not* use TF32 by default) at an fp32
 # tolerance then fails on the GPU and passes on the CPU, where the
 # interpreter multiplies in full fp32.
@@ -366,10 +372,10 @@ print("fp32 tolerance in this handbook      1.0e-05")
 
 # %% [markdown]
 # Rounding to TF32 costs a relative error of a few times $10^{-4}$, thirty to
-# eighty times the fp32 bar; truncating costs about twice as much as rounding
-# to nearest. TF32 keeps fp16's 10 mantissa bits (with fp32's exponent range),
-# so its inputs carry the same rounding error as fp16 inputs. Two honest ways
-# out:
+# eighty times the fp32 bar; truncating costs two to three times as much as
+# rounding to nearest. TF32 keeps fp16's 10 mantissa bits (with fp32's
+# exponent range), so its inputs carry the same rounding error as fp16
+# inputs. Two honest ways out:
 #
 # - ask for true fp32 products: `tl.dot(..., input_precision="ieee")`. This
 #   kernel's launcher does that by default (`matmul(..., input_precision="ieee")`),
@@ -394,14 +400,15 @@ bench_table("tiled_matmul")
 bench_plot("tiled_matmul", sweep="square", mode="fwd", dtype="bfloat16")
 
 # %% [markdown]
-# What grouping bought, read from the table: at the larger squares, where
-# the row-major order's B panels no longer stay in L2 between the programs
-# that share them, the grouped order is faster; at some sizes (and on the
-# tall shape) the two orders trade places by a percent or two, which is the
-# size of the run-to-run noise. cuBLAS stays ahead of this teaching kernel at
-# every size: closing that gap (software pipelining, persistent kernels,
-# Hopper's tensor-memory copies) is the job of the matmul chapter, not of this
-# tutorial.
+# What grouping bought, read from the table: at 2048 and at the largest
+# squares the grouped order is faster; at 4096 and on the tall shape the two
+# orders trade places by a few percent, the size of the run-to-run noise. At
+# 1024 the gap between them is not grouping's doing: the $8 \times 8$ grid
+# of 64 tiles runs in a single wave on 132 SMs, so no order reads fewer
+# panels. cuBLAS stays ahead of this teaching kernel at every size but one
+# (2048 in bf16, where ours edges it): closing that gap (persistent kernels,
+# TMA copies, per-shape tile tables) is the job of the matmul chapter, not of
+# this tutorial, whose kernel already pipelines its K loop (`num_stages=3`).
 
 # %% [markdown]
 # ## Exercises
