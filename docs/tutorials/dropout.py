@@ -71,8 +71,9 @@ show("examples/dropout/kernel.py:explicit_autograd")
 # | explicit mask | write mask $n$, read $x$ + mask $n(b+1)$, write $y$ $nb$ | read $dy$ + mask, write $dx$ | $n$ bytes per dropout layer |
 # | seeded | read $x$, write $y$: $2nb$ | read $dy$, write $dx$: $2nb$ | one integer |
 #
-# In bf16 the mask adds half as many bytes again as $x$ itself in the
-# forward, and in a transformer with dropout after attention and after the
+# In bf16 the mask adds half again to the forward's traffic (a byte written
+# and a byte read per element, on top of the four of $x$ and $y$), and in a
+# transformer with dropout after attention and after the
 # MLP, those masks pile up with every layer until the backward frees them.
 # There is a subtler drawback too: the mask is tied to a *generator state*.
 # With activation checkpointing the forward is run a second time during the
@@ -160,8 +161,9 @@ print("x.grad != 0 ", (xg.grad != 0).int().tolist())
 #
 # `tests/test_dropout.py` checks: the Triton mask equals the PyTorch Philox
 # mask bit for bit; the output equals the reference; the same seed gives the
-# same mask and another seed a different one; the kept fraction is $1-p$
-# within five binomial standard deviations $\sqrt{n p (1-p)}$; kept values
+# same mask and another seed a different one; the kept count on $2^{15}$
+# elements is $n(1-p)$ within six binomial standard deviations
+# $\sqrt{n p (1-p)}$; kept values
 # are $x/(1-p)$; the gradient is $dy\,m/(1-p)$ with the forward's mask and no
 # saved tensor; $p=0$ is the identity; bad $p$ or seed raise. The statistics
 # on 20000 elements in this notebook:
@@ -205,13 +207,16 @@ bench_table("dropout")
 bench_plot("dropout", mode="fwd+bwd", dtype="bfloat16")
 
 # %% [markdown]
-# Philox costs arithmetic: ten rounds of two 32-bit multiplies for every
-# four random numbers. Is that free next to the memory traffic? The table
-# answers it. In fp32 the seeded kernel runs close to the copy ceiling. In
+# Philox costs arithmetic: ten rounds of two full $32 \times 32 \to 64$-bit
+# multiplies. One call yields four 32-bit numbers, but `tl.rand` keeps only
+# the first, so this kernel pays all ten rounds for every element. Is that
+# free next to the memory traffic? The table answers it. In fp32 the seeded
+# kernel runs close to the copy ceiling. In
 # bf16 it takes about as long as in fp32 for half the bytes, so there the
 # generator's integer arithmetic, not memory, sets the pace. That is also why
 # the explicit-mask kernel, which reads a stored mask in the backward instead
-# of drawing it again, nearly catches up on forward+backward in bf16.
+# of drawing it again, catches up on forward+backward in bf16 (nearly at the
+# largest sizes, and ahead at the smallest).
 #
 # ## Exercises
 #
