@@ -212,9 +212,11 @@ show_error(lambda: dbg.copy_kernel[(1,)](x, out, 1000, BLOCK=1000))
 # %% [markdown]
 # ### 6. A dot product with a dimension below 16
 #
-# Tensor-core instructions work on tiles of at least 16 along the reduction
-# dimension `K`. The interpreter multiplies any shapes, so this kernel runs
-# here with `K = 8`:
+# Triton 3.6, the release on our GPU machines, compiles `tl.dot` only when
+# the reduction dimension `K` is at least 16, the `K` of the fp16/bf16
+# tensor-core instructions. (Newer releases, such as this machine's, accept
+# `K = 8` for fp32 operands, the `K` of the TF32 instruction.) The interpreter
+# multiplies any shapes, so this fp32 kernel runs here with `K = 8`:
 
 # %%
 show("examples/learn_answers/debugging.py:small_dot")
@@ -226,9 +228,10 @@ show_error(lambda: dbg.small_dot_kernel[(1,)](a, b, c, M=16, N=16, K=8))
 print("max error vs a @ b:", (c - a @ b).abs().max().item())
 
 # %% [markdown]
-# Compiled for an H100, the same call fails with a `CompilationError` whose
-# last line reads `Input shapes should have M >= 1, N >= 1 and K >= 16`
-# (the limits on M and N depend on the GPU and the Triton release). Pad `K` to 16
+# Compiled for an H100 by Triton 3.6, the same call fails with a
+# `CompilationError` whose last line reads
+# `Input shapes should have M >= 1, N >= 1 and K >= 16` (the limits depend on
+# the GPU, the dtype and the Triton release). Pad `K` to 16
 # with masked loads (`other=0.0`), or fall back to a broadcast multiply and
 # `tl.sum` for tiny tiles.
 #
