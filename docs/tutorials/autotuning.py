@@ -140,7 +140,8 @@ show("examples/tiled_matmul/autotune.py:launcher")
 show("examples/tiled_matmul/autotune.py:prune")
 
 # %% [markdown]
-# 1. No tile more than one power of two larger than the matrix (64 at least).
+# 1. No tile larger than the matrix rounded up to a power of two (a tile of
+#    64 is always allowed).
 # 2. The shared-memory formula of section 1, against a budget below the
 #    hardware limit.
 #
