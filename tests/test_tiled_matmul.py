@@ -123,8 +123,9 @@ def test_tf32_rounding_emulation():
         to_tf32(x.double())
 
 
-def test_tf32_inputs_lose_about_three_decimal_digits():
-    """The TF32 trap, on the CPU: the error is far above the fp32 bar of 1e-5."""
+def test_tf32_inputs_lose_about_four_decimal_digits():
+    """The TF32 trap, on the CPU: inputs rounded to 10 mantissa bits (2¹³ coarser than fp32) leave an error far
+    above the fp32 bar of 1e-5."""
     a, b = torch.randn(128, 128), torch.randn(128, 128)
     exact = a.double() @ b.double()
     for rounding, low, high in (("nearest", 1e-4, 6e-4), ("truncate", 3e-4, 1.5e-3)):
