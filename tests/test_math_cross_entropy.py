@@ -24,7 +24,8 @@ def closed_form(x, target, reduction, eps, softcap, scale, ignore_index=-100):
     lse = torch.logsumexp(z, dim=1)
     z_y = z.gather(1, safe_target[:, None])[:, 0]
     loss = torch.where(valid, lse - (1 - eps) * z_y - eps * z.mean(dim=1), 0.0)
-    dz = torch.softmax(z, dim=1) - eps / n_cols - (1 - eps) * F.one_hot(safe_target, n_cols)
+    one_hot = F.one_hot(safe_target, n_cols).to(x.dtype)  # int64 times a float is float32: 1 − 0.3 off by 1.2e-8
+    dz = torch.softmax(z, dim=1) - eps / n_cols - (1 - eps) * one_hot
     if softcap is not None:
         dz = dz * (1 - (z / softcap) ** 2)
     if scale is not None:
