@@ -417,7 +417,7 @@ else:
 # would show an even flatter curve, since the launch itself, several
 # microseconds, would dominate.
 #
-# ## 11. Two more tools: `torch.utils.benchmark` and Nsight
+# ## 11. Two more tools: a PyTorch timer and Nsight
 #
 # **`torch.utils.benchmark.Timer`** is PyTorch's `timeit`. It takes a
 # statement and its globals, runs it in loops, and (when CUDA is present)
