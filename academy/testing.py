@@ -4,8 +4,8 @@
   ``‖out − ref‖ / ‖ref‖`` computed in float64, with a report that says where
   and how badly a result is wrong. NaN never passes.
 * :data:`TOLERANCES` holds one bar per dtype, so every chapter uses the same;
-  :func:`cancellation_tolerance` widens it, by a derived amount, where the
-  kernel's terms cancel.
+  :func:`cancellation_tolerance` and :func:`underflow_tolerance` widen it, by
+  derived amounts, where the kernel's terms cancel or its result is subnormal.
 * :func:`random_tensor` makes fresh random inputs (never zeros);
   :data:`IRREGULAR_SIZES` lists sizes that are not powers of two, so masks
   are exercised.
@@ -54,6 +54,27 @@ def cancellation_tolerance(dtype: torch.dtype, terms: torch.Tensor, result: torc
     result_norm = torch.linalg.vector_norm(result.double()).item()
     ratio = torch.linalg.vector_norm(terms.double()).item() / result_norm if result_norm > 0 else 1.0
     return tolerance(dtype) + tolerance(torch.float32) * (ratio - 1 if math.isfinite(ratio) else 0.0)
+
+
+def unit_roundoff(dtype: torch.dtype) -> float:
+    """The largest relative error of one round-to-nearest to ``dtype``: 2⁻²⁴ for fp32."""
+    return torch.finfo(dtype).eps / 2
+
+
+def half_smallest_subnormal(dtype: torch.dtype) -> float:
+    """The largest absolute error of one rounding to ``dtype`` where the result is subnormal."""
+    return torch.finfo(dtype).tiny * unit_roundoff(dtype)
+
+
+def underflow_tolerance(dtype: torch.dtype, expected: torch.Tensor) -> float:
+    """The bar for a result rounded once to ``dtype``, some of it subnormal.
+
+    Below the normal range one rounding is absolute (up to half the smallest subnormal), not
+    relative: a lone fp16 2⁻²⁴·1.5 lands on a tie and comes out 1/3 off. The bar is the dtype's plus
+    that absolute error on every element, relative to ``‖expected‖``.
+    """
+    norm = torch.linalg.vector_norm(expected.double()).item()
+    return tolerance(dtype) + (half_smallest_subnormal(dtype) * expected.numel() ** 0.5 / norm if norm else 0.0)
 
 
 def rel_l2_error(out: torch.Tensor, ref: torch.Tensor) -> float:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from academy import DEVICE, INTERPRETED
-from academy.testing import IRREGULAR_SIZES, assert_close, poison_allocations, random_tensor, tolerance
+from academy.testing import IRREGULAR_SIZES, assert_close, poison_allocations, random_tensor, underflow_tolerance
 from examples.learn_answers import debugging as dbg
 
 
@@ -69,24 +69,12 @@ def test_int32_offsets_wrap():
 # ---------------------------------------------------------------- exercise answers
 
 
-def one_rounding_tolerance(dtype, expected):
-    """The dtype's bar, plus half the smallest subnormal per element relative to ‖expected‖.
-
-    The product is rounded once to ``dtype``; where it is subnormal that rounding is absolute, up to
-    half the smallest subnormal (2⁻²⁵ in fp16), not relative: a lone fp16 x = 2⁻²⁴ scaled by 1.5
-    lands on a tie and is 1/3 off.
-    """
-    norm = torch.linalg.vector_norm(expected).item()
-    half_subnormal = torch.finfo(dtype).tiny * torch.finfo(dtype).eps / 2
-    return tolerance(dtype) + (half_subnormal * expected.numel() ** 0.5 / norm if norm else 0.0)
-
-
 @pytest.mark.parametrize("n", IRREGULAR_SIZES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 def test_scale_matches_torch(n, dtype):
     x = random_tensor(n, dtype)
     expected = -1.5 * x.double()
-    assert_close(dbg.scale(x, -1.5), expected, tol=one_rounding_tolerance(dtype, expected))
+    assert_close(dbg.scale(x, -1.5), expected, tol=underflow_tolerance(dtype, expected))
 
 
 def test_scale_handles_strides_shapes_and_empty():

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from academy import DEVICE
-from academy.testing import IRREGULAR_SIZES, assert_close, poison_allocations, random_tensor, tolerance
+from academy.testing import IRREGULAR_SIZES, assert_close, poison_allocations, random_tensor, underflow_tolerance
 from examples.learn_answers import first_kernel
 from examples.learn_answers.first_kernel import elements_left_unwritten, scale
 
@@ -14,24 +14,12 @@ def _poison_outputs(monkeypatch):
     poison_allocations(monkeypatch, first_kernel)
 
 
-def one_rounding_tolerance(dtype, expected):
-    """The dtype's bar, plus half the smallest subnormal per element relative to ‖expected‖.
-
-    The product is rounded once to ``dtype``; where it is subnormal that rounding is absolute, up to
-    half the smallest subnormal (2⁻²⁵ in fp16), not relative: a lone fp16 x = 2⁻²⁴ scaled by 1.75
-    rounds to 2⁻²³ and is 1/7 off.
-    """
-    norm = torch.linalg.vector_norm(expected).item()
-    half_subnormal = torch.finfo(dtype).tiny * torch.finfo(dtype).eps / 2
-    return tolerance(dtype) + (half_subnormal * expected.numel() ** 0.5 / norm if norm else 0.0)
-
-
 @pytest.mark.parametrize("n", IRREGULAR_SIZES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_scale_matches_torch(n, dtype):
     x = random_tensor(n, dtype)
     expected = -1.75 * x.double()
-    assert_close(scale(x, -1.75, block_size=128), expected, tol=one_rounding_tolerance(dtype, expected))
+    assert_close(scale(x, -1.75, block_size=128), expected, tol=underflow_tolerance(dtype, expected))
 
 
 def test_scale_rejects_a_strided_view():

@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 
-from academy.testing import random_tensor
+from academy.testing import random_tensor, unit_roundoff
 from examples.quantized_matmul.kernel import (
     decode_bytes, dequantize, quantization_error_bound, quantization_error_rms, quantize, speedup_bound, unpack,
 )
@@ -30,7 +30,7 @@ def test_rounding_error_is_at_most_half_a_step(bits, group, symmetric, dtype):
     dequantized = dequantize(packed).double()
     error = (dequantized - w.double()).abs()
     # fp16/bf16 scales make (q − z)·s exact in fp32; fp32 scales round that product once, by ≤ 2⁻²⁴ of it
-    product_rounding = dequantized.abs() * 2.0**-24 if dtype == torch.float32 else 0.0
+    product_rounding = dequantized.abs() * unit_roundoff(torch.float32) if dtype == torch.float32 else 0.0
     bound = step / 2 * (1 + 1e-9) + product_rounding
     assert (error <= bound).all(), f"worst {((error - bound) / step).max().item():.3g} steps past the bound"
     assert (error / step).max() > 0.45  # and the bound is tight: some weight sits almost half a step away

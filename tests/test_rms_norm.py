@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from academy import DEVICE, INTERPRETED
-from academy.testing import FLOAT_DTYPES, assert_close, random_tensor
+from academy.testing import FLOAT_DTYPES, assert_close, half_smallest_subnormal, random_tensor, unit_roundoff
 from examples import norm_launch
 from examples.rms_norm import kernel
 from examples.rms_norm.kernel import reference, rms_norm
@@ -13,7 +13,6 @@ from examples.norm_launch import tile_config
 
 from norm_fixtures import norm_fixtures  # tests/ is on sys.path: pytest puts a test file's folder there
 
-UNIT_ROUNDOFF = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
 SHAPES = [(1, 1), (3, 7), (5, 127), (33, 1000), (2, 3, 1025), (4, 3001)]
 
 
@@ -51,8 +50,7 @@ def test_forward_and_backward(shape, dtype, path):
         # of order 1 or more, and its fp16 rounding alone exceeds 1e-4.)
         rstd = (x.detach().double() ** 2 + 1e-6).rsqrt()
         cancellation = 16 * 2.0**-24 * (w.detach().double() * dy.double()).abs() * rstd
-        underflow = torch.finfo(dtype).tiny * torch.finfo(dtype).eps / 2
-        bound = cancellation + UNIT_ROUNDOFF[dtype] * expected[1].abs() + underflow
+        bound = cancellation + unit_roundoff(dtype) * expected[1].abs() + half_smallest_subnormal(dtype)
         assert ((x.grad.double() - expected[1]).abs() <= bound).all(), (x.grad, expected[1], bound)
         expected, (y, w_grad) = expected[::2], (y, w.grad)
         for name, got, exp in zip(("y", "dW"), (y, w_grad), expected):

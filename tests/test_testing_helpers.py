@@ -5,7 +5,9 @@ import math
 import pytest
 import torch
 
-from academy.testing import cancellation_tolerance, rel_l2_error, tolerance
+from academy.testing import (
+    cancellation_tolerance, half_smallest_subnormal, rel_l2_error, tolerance, underflow_tolerance, unit_roundoff,
+)
 
 
 def test_cancellation_tolerance_is_the_dtypes_bar_without_cancellation():
@@ -25,3 +27,17 @@ def test_rel_l2_error_never_passes_nan():
     ref = torch.ones(3)
     assert rel_l2_error(ref, ref) == 0.0
     assert math.isnan(rel_l2_error(torch.tensor([1.0, float("nan"), 1.0]), ref))
+
+
+def test_rounding_constants_are_the_ieee_ones():
+    assert unit_roundoff(torch.float32) == 2.0**-24 and unit_roundoff(torch.bfloat16) == 2.0**-8
+    assert half_smallest_subnormal(torch.float16) == 2.0**-25  # fp16's smallest subnormal is 2⁻²⁴
+
+
+def test_underflow_tolerance_admits_one_subnormal_rounding_and_no_more():
+    expected = torch.tensor([1.5 * 2.0**-24], dtype=torch.float64)  # a tie: fp16 rounds it to 2⁻²⁴ or 2⁻²³
+    bar = underflow_tolerance(torch.float16, expected)
+    assert rel_l2_error(torch.tensor([2.0**-23]), expected) <= bar  # the tie, 1/3 off
+    assert rel_l2_error(torch.tensor([2.0**-22]), expected) > bar  # a real error
+    normal = torch.ones(10, dtype=torch.float64)
+    assert underflow_tolerance(torch.float16, normal) == pytest.approx(tolerance(torch.float16), rel=1e-5)
