@@ -160,7 +160,7 @@ def test_gemv_dispatch_switch(monkeypatch):
 def test_decode_split_k_config_on_an_h100(monkeypatch, M, N, K, block_n, split):
     """The GPU rule (132 SMs): narrow to 64 columns, split long K, then narrow to 32 — until half the SMs have work."""
     monkeypatch.setattr(mm, "INTERPRETED", False)
-    monkeypatch.setattr(mm, "num_sms", lambda: 132)
+    monkeypatch.setattr(mm, "sm_count", lambda: 132)
     config = mm.split_k_config(M, N, K, torch.bfloat16)
     assert (config["BLOCK_N"], config["SPLIT_K"]) == (block_n, split)
     narrow = block_n < 64
@@ -170,7 +170,7 @@ def test_decode_split_k_config_on_an_h100(monkeypatch, M, N, K, block_n, split):
 
 def test_prefill_split_k_config_fills_the_gpu_but_keeps_slices_long(monkeypatch):
     monkeypatch.setattr(mm, "INTERPRETED", False)
-    monkeypatch.setattr(mm, "num_sms", lambda: 132)
+    monkeypatch.setattr(mm, "sm_count", lambda: 132)
     config = mm.split_k_config(128, 4096, 4096, torch.bfloat16)
     tiles = 2 * 4096 // config["BLOCK_N"]
     assert tiles * config["SPLIT_K"] >= 132 and 4096 // config["SPLIT_K"] >= 4 * config["BLOCK_K"]

@@ -9,7 +9,7 @@ form), fused into the epilogue. There is no backward: this chapter is about
 the forward GEMM (a backward is two more GEMMs, ``dA = dC·Bᵀ`` and
 ``dB = Aᵀ·dC``, which this same op computes on transposed views).
 
-Three kernels, one launcher that picks among them by shape:
+Four kernels, one launcher that picks among them by shape:
 
 * :func:`matmul_tma_kernel`: persistent (one program per SM, each walking
   many tiles in grouped order), operands read by TMA through tensor
@@ -21,19 +21,21 @@ Three kernels, one launcher that picks among them by shape:
   ``SPLIT_K`` slices computed by different programs, fp32 partial sums
   added by a second pass. The path for small M (decode), where the weight
   read is the whole cost and one program per output tile leaves SMs idle.
+* :func:`matmul_gemv_kernel`: CUDA cores instead of tensor cores, for a
+  single row (``GEMV_MAX_M``), where ``tl.dot``'s 16-row minimum would waste
+  15 of every 16 rows; its K slices share split-K's second pass.
 
 Run this file (``python -m examples.matmul.kernel``) for a quick check.
 """
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
 
 from academy import DEVICE, INTERPRETED
+from academy.grid import sm_count
 from academy.tma import TensorDescriptor, tma_available
 from academy.validation import check_disjoint, check_tensor
 from examples.tiled_matmul.kernel import grouped_tile
@@ -248,14 +250,6 @@ def matmul_gemv_kernel(
 
 
 # --8<-- [start:configs]
-@functools.cache
-def num_sms() -> int:
-    """Streaming multiprocessors on the device: the persistent grid's size."""
-    if INTERPRETED:
-        return 4  # a small "GPU" keeps interpreter grids cheap and still walks several tiles per program
-    return torch.cuda.get_device_properties(0).multi_processor_count
-
-
 SMALL_M = 16
 """At or below this many rows the launcher uses split-K (the weight read dominates)."""
 
@@ -303,12 +297,12 @@ def tile_class(M: int, N: int, dtype: torch.dtype) -> str:
     """Which row of TILE_CONFIGS a shape uses: the largest tile that still gives every SM a tile."""
     if dtype == torch.float32:
         return "fp32"
-    if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= num_sms():  # (2)!
+    if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= sm_count():  # (2)!
         return "large"
     square_tiles = triton.cdiv(M, 128) * triton.cdiv(N, 128)
-    if square_tiles >= num_sms():
+    if square_tiles >= sm_count():
         return "medium"
-    return "small" if square_tiles >= num_sms() // 2 else "few"
+    return "small" if square_tiles >= sm_count() // 2 else "few"
 
 
 def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict | None = None) -> dict:
@@ -330,7 +324,7 @@ def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict |
     cfg.update(overrides or {})
     if cfg["BLOCK_N"] == 0:  # (3)!
         block_n, split = 128, 1
-        while triton.cdiv(N, block_n) * split < num_sms() // 2 and block_n > 32:
+        while triton.cdiv(N, block_n) * split < sm_count() // 2 and block_n > 32:
             if block_n > 64:
                 block_n //= 2
             elif K // (2 * split) >= DECODE_SPLIT_MIN_K:
@@ -343,7 +337,7 @@ def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict |
     if cfg["SPLIT_K"] == 0:
         tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
         split = 1
-        while tiles * split < num_sms() and K // (2 * split) >= 4 * cfg["BLOCK_K"]:
+        while tiles * split < sm_count() and K // (2 * split) >= 4 * cfg["BLOCK_K"]:
             split *= 2
         cfg["SPLIT_K"] = split
     return cfg
@@ -423,7 +417,7 @@ def _launch_tma(a, b, c, activation, precision, cfg) -> None:
     b_desc = TensorDescriptor.from_tensor(b.T, [bn, bk]) if b_col else TensorDescriptor.from_tensor(b, [bk, bn])
     c_desc = TensorDescriptor.from_tensor(c, [bm, bn // 2 if cfg["EPILOGUE_SUBTILE"] else bn])
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
-    matmul_tma_kernel[(min(num_sms(), tiles),)](  # (3)!
+    matmul_tma_kernel[(min(sm_count(), tiles),)](  # (3)!
         a_desc, b_desc, c_desc, M, N, K,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"],
         A_COLUMN_MAJOR=a_col, B_COLUMN_MAJOR=b_col, EPILOGUE_SUBTILE=cfg["EPILOGUE_SUBTILE"],
@@ -435,7 +429,7 @@ def _launch_tma(a, b, c, activation, precision, cfg) -> None:
 def _launch_pointer(a, b, c, activation, precision, cfg, persistent: bool = True) -> None:
     (M, K), N = a.shape, b.shape[1]
     tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
-    grid = (min(num_sms(), tiles) if persistent else tiles,)
+    grid = (min(sm_count(), tiles) if persistent else tiles,)
     matmul_pointer_kernel[grid](
         a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], GROUP_SIZE_M=cfg["GROUP_SIZE_M"],
@@ -454,7 +448,7 @@ def gemv_config(M: int, N: int, K: int, b_column_major: bool, overrides: dict | 
     if cfg["SPLIT_K"] == 0:
         programs = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
         split = 1
-        while programs * split < 2 * num_sms() and K // (2 * split) >= 4 * cfg["BLOCK_K"]:
+        while programs * split < 2 * sm_count() and K // (2 * split) >= 4 * cfg["BLOCK_K"]:
             split *= 2
         cfg["SPLIT_K"] = split
     return cfg

@@ -20,7 +20,8 @@ shape (M, K) by the dequantised weight. Three paths, one launcher:
   compute-bound and dequantising inside the tensor-core loop stalls it:
   :func:`dequantize_columns_kernel` writes a slab of the weight in fp16 and
   the matmul chapter's kernel multiplies by it, slab after slab through one
-  buffer of at most ``SLAB_CONFIG["BYTES"]``.
+  buffer of at most ``SLAB_CONFIG["BYTES"]``, or of one 256-column slab where K
+  is too long for that (K > 131072 in fp16).
 
 The first two never write a dequantised weight to memory: they load packed
 int32 words, unpack and dequantise them in registers, and accumulate in fp32.
@@ -34,7 +35,6 @@ Run this file (``python -m examples.quantized_matmul.kernel``) for a quick check
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -43,6 +43,7 @@ import triton
 import triton.language as tl
 
 from academy import DEVICE, INTERPRETED
+from academy.grid import sm_count
 from academy.validation import check_tensor
 from examples.matmul.kernel import matmul
 from examples.tiled_matmul.kernel import grouped_tile
@@ -361,13 +362,6 @@ def dequantize_columns_kernel(
 
 
 # --8<-- [start:configs]
-@functools.cache
-def num_sms() -> int:
-    if INTERPRETED:
-        return 4  # a small "GPU": interpreter grids stay short
-    return torch.cuda.get_device_properties(0).multi_processor_count
-
-
 GEMV_MAX_M = 1
 """Largest M sent to the CUDA-core GEMV kernel; above it the tensor cores win."""
 GEMV_CONFIGS = {  # by bit width (the H100 sweep's best); one word row per thread per step for int8, two for int4
@@ -417,7 +411,7 @@ def _pick_split(cfg: dict, programs: int, K: int) -> dict:
     """SPLIT_K = 0: double the K slices until there are PROGRAMS_PER_SM (default 2) programs per SM,
     keeping 4+ steps per slice."""
     if cfg["SPLIT_K"] == 0:
-        split, target = 1, cfg.get("PROGRAMS_PER_SM", 2) * num_sms()
+        split, target = 1, cfg.get("PROGRAMS_PER_SM", 2) * sm_count()
         while programs * split < target and K // (2 * split) >= 4 * cfg["BLOCK_K"]:  # (1)!
             split *= 2
         cfg["SPLIT_K"] = split
@@ -510,9 +504,10 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
 
     ``path``: ``"auto"`` (:func:`choose_path`), ``"gemv"``, ``"dot"`` or
     ``"slab"`` to force one; ``config`` overrides entries of its config (the
-    tuning sweep uses both). Only ``"slab"`` writes dequantised weights, at
-    most ``SLAB_CONFIG["BYTES"]`` of them at a time, never the whole weight
-    when it is larger.
+    tuning sweep uses both). Only ``"slab"`` writes dequantised weights, one
+    slab at a time (:func:`slab_config`: ``SLAB_CONFIG["BYTES"]``, or 256
+    columns if K is longer than that holds), never the whole weight when it
+    is larger.
     """
     _check_inputs(x, packed, path)
     x = x if x.stride(1) == 1 else x.contiguous()  # (1)!
