@@ -166,7 +166,7 @@ def test_grad_output_one_is_the_unscaled_gradient():
 def test_scaling_grid_walks_every_tile(per_row):
     """The scaling kernel's grid is capped at a few programs per SM: with more tiles than programs,
     each program must scale several, and every tile exactly once."""
-    n_rows, n_cols = ce_module.SCALE_PROGRAMS_PER_SM * ce_module._num_sms() // 4 + 5, 3 * ce_module.SCALE_BLOCK + 11
+    n_rows, n_cols = ce_module.SCALE_PROGRAMS_PER_SM * ce_module.sm_count() // 4 + 5, 3 * ce_module.SCALE_BLOCK + 11
     g = random_tensor((n_rows, n_cols))
     go = random_tensor(n_rows) if per_row else torch.tensor(0.37, device=g.device)
     expected_g = g * (go[:, None] if per_row else go)
@@ -319,10 +319,10 @@ def test_last_partial_round_goes_to_the_split_kernel(grad_in_logits, monkeypatch
     monkeypatch.setattr(ce_module, "TAIL_SPLIT_MIN_COLS", 1000)
     monkeypatch.setattr(ce_module, "SPLIT_BLOCK_V", 256)
     calls = spy_on_split_kernel(monkeypatch)
-    n_rows = 9 * ce_module._num_sms() + 3
+    n_rows = 9 * ce_module.sm_count() + 3
     logits, target = make_case(n_rows, 1000, n_ignored=2)
     target[-1] = -100  # one tail row ignored: zero gradient, zero loss
     target[-2] = 999  # one whose target sits in the last, partly masked chunk
     check_loss_and_gradient(logits, target, grad_in_logits=grad_in_logits, label_smoothing=0.1, softcap=4.0,
                             logit_scale=0.7)
-    assert calls == [n_rows % ce_module._num_sms()], "the tail did not go to the split-row kernel"
+    assert calls == [n_rows % ce_module.sm_count()], "the tail did not go to the split-row kernel"

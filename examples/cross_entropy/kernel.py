@@ -30,6 +30,7 @@ import triton
 import triton.language as tl
 
 from academy import INTERPRETED
+from academy.grid import sm_count
 from academy.validation import check_tensor
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -366,9 +367,10 @@ COOPERATIVE = True
 """Launch the waiting split-row grid as a cooperative grid: CUDA then refuses, rather than
 hangs on, a grid that cannot be resident all at once."""
 TAIL_SPLIT_MIN_COLS = 65536
-"""Rows at least this wide: the persistent kernel's last, partial round of rows (8192 rows on
-132 programs leave 8 for a 63rd round) goes to the split-row kernel instead, so that every
-SM takes a chunk of those rows rather than 8 SMs a whole row each while the rest idle."""
+"""Rows at least this wide: the persistent kernel's last, partial round of rows goes to the
+split-row kernel instead. One 32-warp program fits on an SM at a time, so 8192 rows on an H100's
+132 SMs run in 62 full rounds and a 63rd of 8 rows; split, those 8 rows give every SM a chunk
+rather than 8 SMs a whole row each while the rest idle."""
 
 
 def launch_config(n_cols: int, write_grad: bool = True) -> dict[str, int]:
@@ -390,21 +392,17 @@ def split_config(n_cols: int) -> dict[str, int]:
             "PROGRAMS_PER_SM": SPLIT_PROGRAMS_PER_SM}
 
 
-def _num_sms() -> int:
-    return torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 4
-
-
 def _grid(n_rows: int, programs_per_sm: int) -> tuple[int]:
     if programs_per_sm <= 0:
         return (n_rows,)
-    return (min(n_rows, _num_sms() * programs_per_sm),)
+    return (min(n_rows, sm_count() * programs_per_sm),)
 
 
 SCALE_BLOCK = 4096
 SCALE_PROGRAMS_PER_SM = 8
 """The scaling kernel's grid: a few programs per SM walking the gradient's tiles, so that the
-common case (grad_output = 1, every program returns at once) launches hundreds of programs, not
-one per tile (a quarter of a million at 8192 × 128256)."""
+common case (grad_output = 1, every program returns at once) launches about a thousand programs
+on an H100, not one per tile (a quarter of a million at 8192 × 128256)."""
 # --8<-- [end:launch_config]
 
 
@@ -442,8 +440,7 @@ def _split_grid(args: tuple, meta: dict, n_rows: int, n_chunks: int, programs_pe
                                                      **meta)
         _AT_ONCE[key] = programs_at_once(compiled)
     per_sm = min(programs_per_sm, _AT_ONCE[key]) if programs_per_sm > 0 else _AT_ONCE[key]
-    sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    return min(n_rows, sms * per_sm // n_chunks) * n_chunks  # (2)!
+    return min(n_rows, sm_count() * per_sm // n_chunks) * n_chunks  # (2)!
 # --8<-- [end:co_residency]
 
 
@@ -500,11 +497,10 @@ def _forward(
     if write_grad and SPLIT_ROWS and config is None:
         _launch_split(logits, target, loss_rows, grad, n_valid, options, flags)
         return loss_rows
-    tail_to_split = write_grad and config is None and n_cols >= TAIL_SPLIT_MIN_COLS and n_rows >= _num_sms()
+    tail_to_split = write_grad and config is None and n_cols >= TAIL_SPLIT_MIN_COLS and n_rows >= sm_count()
     config = dict(config or launch_config(n_cols, write_grad))
     programs_per_sm = config.pop("PROGRAMS_PER_SM", 0)
-    tail_to_split = tail_to_split and programs_per_sm > 0
-    whole_rounds = n_rows // _num_sms() * _num_sms() if tail_to_split else n_rows
+    whole_rounds = n_rows // sm_count() * sm_count() if tail_to_split and programs_per_sm > 0 else n_rows
     cross_entropy_kernel[_grid(whole_rounds, programs_per_sm)](  # (3)!
         logits, target, loss_rows, grad if write_grad else loss_rows, n_valid,
         whole_rounds, n_cols, logits.stride(0), grad.stride(0) if write_grad else 0, *options,
@@ -534,7 +530,7 @@ def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags, wait
     if grid:
         cross_entropy_split_kernel[(grid,)](*args, PHASE=0, launch_cooperative_grid=COOPERATIVE, **meta)
         return
-    grid = min(n_rows, 2 * _num_sms()) * n_chunks  # no waiting: any grid is safe
+    grid = min(n_rows, 2 * sm_count()) * n_chunks  # no waiting: any grid is safe
     cross_entropy_split_kernel[(grid,)](*args, PHASE=1, **meta)  # (4)!
     cross_entropy_split_kernel[(grid,)](*args, PHASE=2, **meta)
 
@@ -560,7 +556,7 @@ def scale_by_grad_output(g: torch.Tensor, grad_output: torch.Tensor) -> None:
         return
     grad_output = grad_output.contiguous()
     tiles = n_rows * triton.cdiv(n_cols, SCALE_BLOCK)
-    scale_by_grad_output_kernel[(min(tiles, SCALE_PROGRAMS_PER_SM * _num_sms()),)](
+    scale_by_grad_output_kernel[(min(tiles, SCALE_PROGRAMS_PER_SM * sm_count()),)](
         g, grad_output, n_rows, n_cols, g.stride(0), PER_ROW=grad_output.dim() > 0, BLOCK=SCALE_BLOCK, num_warps=8
     )
 # --8<-- [end:launcher]
