@@ -52,7 +52,8 @@ from academy.validation import check_tensor
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 HEAD_DIMS = (64, 128)
 PATHS = ("auto", "tma", "pointer")
-LOG2E = 1.4426950408889634  # 1 / ln 2
+LOG2E = tl.constexpr(1.4426950408889634)
+"""1 / ln 2: the kernels compute eˣ as 2^(x·LOG2E) (``exp2`` is the hardware's instruction)."""
 SIZES = ["S_Q", "S_K", "H", "GROUP"]
 """Not specialised on (Triton would compile a variant per divisibility by 16 of each): one binary for every length."""
 MAX_GRID_Y = 65535
@@ -156,7 +157,7 @@ def attn_fwd_kernel(
     kv_bh = b * (H // GROUP) + h // GROUP  # (3)!
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
-    qk_scale = sm_scale * 1.4426950408889634  # (4)!
+    qk_scale = sm_scale * LOG2E  # (4)!
     if USE_TMA:
         q = Q.load([bh, pid_m * BLOCK_M, 0]).reshape(BLOCK_M, HEAD_DIM)  # rows past S_Q read as zeros
         k_src = K
@@ -276,7 +277,7 @@ def attn_bwd_dkdv_kernel(
         v = v.to(tl.float32)
     dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
+    qk_scale = sm_scale * LOG2E
     shift = S_K - S_Q
     n0 = pid_n * BLOCK_N
     if CAUSAL:  # (10)!
@@ -352,7 +353,7 @@ def attn_bwd_dq_kernel(
         q = q.to(tl.float32)
         do = do.to(tl.float32)
     dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
+    qk_scale = sm_scale * LOG2E
     shift = S_K - S_Q
     if CAUSAL:
         lo = tl.maximum(pid_m * BLOCK_M + shift + 1, 0) // BLOCK_N * BLOCK_N

@@ -27,6 +27,7 @@ import triton.language as tl
 from academy import INTERPRETED
 from examples.flash_attention.kernel import (
     FIXED_FWD_CONFIG,
+    LOG2E,
     FlashAttention,
     _check_inputs,
     flash_forward,
@@ -55,7 +56,7 @@ def naive_attn_kernel(
     v = tl.load(V + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], mask=(cols < S_K)[:, None], other=0.0)
     if UPCAST:  # the interpreter's bf16 arithmetic is wrong: compute in fp32 there
         q, k, v = q.to(tl.float32), k.to(tl.float32), v.to(tl.float32)
-    s = tl.dot(q, tl.trans(k)) * (sm_scale * 1.4426950408889634)  # (2)!
+    s = tl.dot(q, tl.trans(k)) * (sm_scale * LOG2E)  # (2)!
     keep = (cols < S_K)[None, :]
     if CAUSAL:
         keep = keep & (cols[None, :] <= offs_m[:, None] + (S_K - S_Q))
