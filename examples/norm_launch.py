@@ -11,14 +11,13 @@ use, how wide a row its backward holds in registers).
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
 import academy  # noqa: F401  (sets TRITON_INTERPRET on CPU before triton loads)
 import triton
 import triton.language as tl
 
+from academy.grid import sm_count
 from academy.validation import check_tensor
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -71,31 +70,23 @@ COLUMNS_NUM_WARPS = 4
 COLUMNS_PROGRAMS_PER_SM = 4
 
 
-@functools.lru_cache(maxsize=None)
-def sm_count() -> int:
-    """Streaming multiprocessors of the GPU; a small stand-in under the interpreter."""
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    return 2  # (1)!
-
-
 def tile_config(n_cols: int, max_warps: int = 32) -> dict[str, int]:
     """BLOCK_M × BLOCK_N tile and warps for the kernels that hold whole rows."""
     block_n = triton.next_power_of_2(n_cols)
     block_m = max(1, MIN_ELEMENTS_PER_TILE // block_n)
-    num_warps = min(max_warps, max(1, block_m * block_n // (32 * VALUES_PER_THREAD)))  # (2)!
+    num_warps = min(max_warps, max(1, block_m * block_n // (32 * VALUES_PER_THREAD)))  # (1)!
     return {"BLOCK_M": block_m, "BLOCK_N": block_n, "num_warps": num_warps}
 
 
 def num_programs(n_work: int, num_warps: int, programs_per_sm: int) -> int:
     """A persistent grid: a few programs per SM (as many as fit), never more than the work."""
-    resident = max(1, min(programs_per_sm, 64 // num_warps))  # (3)!
+    resident = max(1, min(programs_per_sm, 64 // num_warps))  # (2)!
     return max(1, min(n_work, sm_count() * resident))
 
 
 def forward_launch(n_rows: int, n_cols: int, max_warps: int) -> tuple[bool, int, dict[str, int]]:
     """(in registers?, grid size, meta-parameters) of a forward."""
-    if n_cols <= FWD_MAX_FUSED_COLS:  # (4)!
+    if n_cols <= FWD_MAX_FUSED_COLS:  # (3)!
         config = tile_config(n_cols, max_warps)
         return True, triton.cdiv(n_rows, config["BLOCK_M"]), config
     grid = num_programs(n_rows, WIDE_NUM_WARPS, FWD_PROGRAMS_PER_SM)

@@ -18,12 +18,11 @@ Run this file (``python -m examples.fused_rmsnorm_swiglu.kernel``) for a quick c
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import torch.nn.functional as F
 
 from academy import DEVICE
+from academy.grid import sm_count
 from academy.validation import check_tensor
 from examples.swiglu.kernel import silu, silu_and_grad, swiglu
 
@@ -256,13 +255,6 @@ def _block(n_half: int) -> tuple[int, bool]:
     return CHUNK_N, False
 
 
-@functools.lru_cache(maxsize=None)
-def _n_programs(device_index: int) -> int:
-    if DEVICE == "cuda":
-        return torch.cuda.get_device_properties(device_index).multi_processor_count * PROGRAMS_PER_SM
-    return 4  # under the interpreter every program costs time: a few are enough
-
-
 def _as_rows(x: torch.Tensor) -> torch.Tensor:
     rows = x.reshape(-1, x.shape[-1])
     return rows if rows.stride(-1) == 1 else rows.contiguous()
@@ -287,7 +279,7 @@ def _backward(x, weight, rstd, dout) -> tuple[torch.Tensor, torch.Tensor]:
     dx = torch.empty(x_rows.shape, dtype=x.dtype, device=x.device)
     strides = (x_rows.stride(0), dout_rows.stride(0), dx.stride(0))
     if n_half <= MAX_ONE_PASS_BWD_HALF:  # one kernel, the row in registers
-        n_partial = min(n_rows, _n_programs(x.device.index or 0))
+        n_partial = min(n_rows, sm_count() * PROGRAMS_PER_SM)
         dw_partial = torch.empty((n_partial, 2 * n_half), dtype=torch.float32, device=x.device)  # (2)!
         rmsnorm_swiglu_backward_kernel[(n_partial,)](
             x_rows, weight, dout_rows, rstd, dx, dw_partial, n_rows, n_half, *strides,
