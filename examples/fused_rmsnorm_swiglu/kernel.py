@@ -8,10 +8,15 @@ The unfused pair (an RMSNorm kernel, then SwiGLU) writes the normalised row
 to memory and reads it back; this kernel never does:
 
 * forward: read ``x`` (2N per row), write ``out`` (N) and one fp32 ``rstd``;
-* backward: read ``x`` (2N), ``dout`` (N) and ``rstd``; write ``dx`` (2N);
-  ``dweight`` is reduced in two stages, lock-free: each persistent program
-  sums its rows into its own fp32 row of a small buffer, and a second kernel
-  sums that buffer's rows.
+* backward, halves up to ``MAX_ONE_PASS_BWD_HALF``: one kernel reads ``x``
+  (2N), ``dout`` (N) and ``rstd`` and writes ``dx`` (2N); ``dweight`` is
+  reduced in two stages, lock-free: each persistent program sums its rows
+  into its own fp32 row of a small buffer, and a second kernel sums that
+  buffer's rows;
+* backward, wider halves (a row no longer fits in registers): a first kernel
+  computes each row's dot product, a second reads ``x`` and ``dout`` again
+  tile by tile to write ``dx``, with one partial ``dweight`` row per group of
+  ``TILE_ROWS`` rows, summed by the same second stage.
 
 Run this file (``python -m examples.fused_rmsnorm_swiglu.kernel``) for a quick check.
 """
