@@ -229,7 +229,8 @@ def matmul(
     mantissa bits for the tensor cores: faster on a GPU, about 1e-3 relative
     error. fp16/bf16 inputs ignore it. ``config`` overrides the
     tile shape (``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``; each a power of two
-    of at least 16, which ``tl.dot`` needs) and ``num_warps``/``num_stages``.
+    of at least 16: ``tl.dot`` needs K ≥ 16 in Triton 3.6 and this launcher
+    asks the same of every side) and ``num_warps``/``num_stages``.
     """
     _check_inputs(a, b, activation, group_size_m, input_precision)
     (M, K), N = a.shape, b.shape[1]
@@ -243,7 +244,7 @@ def matmul(
     meta = {**launch_config(a.dtype), **(config or {})}
     for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
         if meta[name] < 16 or meta[name] & (meta[name] - 1):
-            raise ValueError(f"{name} must be a power of two ≥ 16 (tl.dot's smallest tile), got {meta[name]}")
+            raise ValueError(f"{name} must be a power of two ≥ 16 (tl.dot needs K ≥ 16), got {meta[name]}")
     grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # (2)!
     matmul_kernel[grid](
         a, b, c, M, N, K,

@@ -100,4 +100,4 @@ if __name__ == "__main__":
     y = torch.randn(n, device=DEVICE)
     error = (add(x, y) - reference(x, y)).abs().max().item()
     print(f"add on {DEVICE}: {n} elements, max abs error {error:.1e}")
-    assert error == 0.0, "fp32 addition is exact: any error is a bug"
+    assert error == 0.0, "one fp32 addition is correctly rounded, so the kernel and PyTorch agree to the bit"
