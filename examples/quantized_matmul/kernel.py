@@ -370,8 +370,14 @@ GEMV_CONFIGS = {  # by bit width (the H100 sweep's best); one word row per threa
 }
 MAX_GEMV_ROWS = 65535
 """The GEMV runs one program per activation row on grid axis z, which CUDA caps at 65535."""
-MM_CONFIGS = {  # by M: the first row whose bound is >= M
-    16: dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, SPLIT_K=4, num_warps=4, num_stages=4),
+DECODE_MM_MAX_M = 16
+DECODE_MM_CONFIGS = {  # M <= DECODE_MM_MAX_M, by bit width (the H100 sweep's best at M = 16)
+    4: dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3),
+    8: dict(BLOCK_M=16, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3),
+}
+"""Sixteen rows or fewer: one row tile, so the K slices are the parallelism (eight of them). int8 takes
+twice the columns per program at half the K step: the same words per step as int4."""
+MM_CONFIGS = {  # by M above DECODE_MM_MAX_M: the first row whose bound is >= M
     64: dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=4, num_stages=4),
     256: dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=8, num_stages=4),
     MAX_COORD: dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=1, num_warps=8, num_stages=4),
@@ -427,7 +433,10 @@ def gemv_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict
 
 
 def mm_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict | None = None) -> dict:
-    cfg = dict(next(c for bound, c in MM_CONFIGS.items() if M <= bound))
+    if M <= DECODE_MM_MAX_M:
+        cfg = dict(DECODE_MM_CONFIGS[packed.bits])
+    else:
+        cfg = dict(next(c for bound, c in MM_CONFIGS.items() if M <= bound))
     if INTERPRETED:
         cfg.update(BLOCK_M=16, BLOCK_N=16, BLOCK_K=32, num_stages=1)
     cfg.update(overrides or {})
