@@ -20,8 +20,8 @@ def test_jacobian_of_one_row_in_matrix_form():
     gamma = random_tensor((n,), torch.float64)
     beta = random_tensor((n,), torch.float64)
     x_hat, sigma, _ = _normalise(x, eps)
-    ones = torch.ones(n, 1, dtype=torch.float64)
-    j_hat = (torch.eye(n, dtype=torch.float64) - ones @ ones.T / n - torch.outer(x_hat, x_hat) / n) / sigma
+    ones = torch.ones(n, 1, dtype=torch.float64, device=x.device)
+    j_hat = (torch.eye(n, dtype=torch.float64, device=x.device) - ones @ ones.T / n - torch.outer(x_hat, x_hat) / n) / sigma
     expected = torch.autograd.functional.jacobian(lambda v: F.layer_norm(v, (n,), gamma, beta, eps), x)
     assert_close(torch.diag(gamma) @ j_hat, expected, name="Jacobian")
 
