@@ -42,7 +42,9 @@ TIMING = (
     "GPU time of one call, from CUDA-graph replays: each replay runs the call once per "
     "input copy, on enough copies to exceed 4× the L2 cache, each writing its own outputs, "
     "so every call reads and writes HBM; median and 20th/80th percentiles over at least "
-    "100 ms of replays, after warm-up. Forward+backward feeds a random output gradient, "
+    "100 ms of replays, after warm-up; on compute-bound cases the providers' replays are "
+    "interleaved, one each per round, so that all run under the same clock states of the "
+    "power-capped GPU. Forward+backward feeds a random output gradient, "
     "or 1 to a scalar loss, as loss.backward() does."
 )
 L2_MULTIPLE = 4
@@ -56,17 +58,18 @@ def time_ms(fn: Callable[[], object]) -> tuple[float, float, float]:
     return median, p20, p80
 
 
-def time_graph_ms(
+def capture_graph(
     thunks: Sequence[Callable[[], object]],
     release: Callable[[], None],
     reset: Callable[[], None],
-) -> tuple[float, float, float]:
-    """(median, p20, p80) in ms of one call, from replays of a graph that runs every thunk once.
+) -> torch.cuda.CUDAGraph:
+    """A CUDA graph that runs every thunk once, captured after three warm-up rounds.
 
     ``reset`` runs before each warm-up round and before capture (e.g. clearing
     ``.grad`` so the captured backward writes fresh gradients instead of
     accumulating); ``release`` drops the outputs the thunks kept, after each
-    warm-up round and after capture.
+    warm-up round and after capture: the graph's pool keeps their addresses and
+    each replay rewrites them.
     """
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -82,23 +85,52 @@ def time_graph_ms(
     with torch.cuda.graph(graph):
         for thunk in thunks:
             thunk()
-    release()  # the graph's pool keeps the addresses; each replay rewrites them
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(5):
-        graph.replay()
-    end.record()
+    release()
+    return graph
+
+
+def time_graphs_ms(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]]) -> dict[str, tuple[float, float, float]]:
+    """(median, p20, p80) in ms of one call for each ``name: (graph, calls per replay)``.
+
+    The replays are interleaved, one per graph per round, so every graph is timed
+    under the same mix of clock states: a power-capped GPU switches between them
+    during a run, and graphs timed one after the other could each land in a
+    different state. A graph leaves the rounds once it has 10 replays and
+    ``MIN_TIMED_MS`` of them.
+    """
+    needed = {}
+    for name, (graph, _) in graphs.items():
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        needed[name] = max(10, int(MIN_TIMED_MS / max(start.elapsed_time(end) / 5, 1e-3)))
+    events: dict[str, list] = {name: [] for name in graphs}
+    while pending := [name for name in graphs if len(events[name]) < needed[name]]:
+        for name in pending:
+            begin, finish = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            graphs[name][0].replay()
+            finish.record()
+            events[name].append((begin, finish))
     torch.cuda.synchronize()
-    replays = max(10, int(MIN_TIMED_MS / max(start.elapsed_time(end) / 5, 1e-3)))
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
-    for begin, finish in events:
-        begin.record()
-        graph.replay()
-        finish.record()
-    torch.cuda.synchronize()
-    per_call = torch.tensor([b.elapsed_time(f) / len(thunks) for b, f in events])
-    median, p20, p80 = (torch.quantile(per_call, q).item() for q in QUANTILES)
-    return median, p20, p80
+    timings = {}
+    for name, (_, calls) in graphs.items():
+        per_call = torch.tensor([begin.elapsed_time(finish) / calls for begin, finish in events[name]])
+        timings[name] = tuple(torch.quantile(per_call, q).item() for q in QUANTILES)
+    return timings
+
+
+def time_graph_ms(
+    thunks: Sequence[Callable[[], object]],
+    release: Callable[[], None],
+    reset: Callable[[], None],
+) -> tuple[float, float, float]:
+    """(median, p20, p80) in ms of one call, from replays of a graph that runs every thunk once
+    (:func:`capture_graph` says what ``release`` and ``reset`` do)."""
+    return time_graphs_ms({"": (capture_graph(thunks, release, reset), len(thunks))})[""]
 
 
 def time_host_ms(
@@ -262,6 +294,22 @@ def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ce
         for t in differentiable:
             t.grad = None
 
+    # Compute-bound calls drive the GPU into its power cap, where the clock switches between states
+    # during a run: their providers' replays are interleaved so that all see the same states.
+    interleaved = case.metric == "compute"
+    captured: dict[str, tuple[torch.cuda.CUDAGraph, float, float]] = {}
+    work = spec.work(case)
+
+    def make_row(name: str, timing: tuple[float, float, float], error: float, peak: float, graph_safe: bool) -> Row:
+        median, p20, p80 = timing
+        rate = work / median / (1e6 if case.metric == "bandwidth" else 1e9)
+        return Row(
+            sweep=case.sweep, x=case.x, params=dict(case.params), dtype=case.dtype_name, mode=case.mode,
+            provider=name, ms=median, ms_p20=p20, ms_p80=p80, work=work, rate=rate,
+            fraction_of_ceiling=rate / ceilings.ceiling_of(case.metric), max_rel_error=error,
+            metric=case.metric, peak_mib=peak, host_timed=not graph_safe,
+        )
+
     rows, failures = [], {}
     for name, op in ops.items():
         if case.providers is not None and name not in case.providers:
@@ -282,10 +330,14 @@ def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ce
         peak = peak_mib(_thunk(op, copies[0], grad, []))
         clear_grads()
         kept: list[torch.Tensor] = []
+        thunks = [_thunk(op, inputs, grad, kept) for inputs in copies]
         graph_safe = getattr(op, "graph_safe", True)
-        timer = time_graph_ms if graph_safe else time_host_ms
         try:
-            median, p20, p80 = timer([_thunk(op, inputs, grad, kept) for inputs in copies], kept.clear, clear_grads)
+            if graph_safe and interleaved:
+                captured[name] = (capture_graph(thunks, kept.clear, clear_grads), error, peak)
+            else:
+                timer = time_graph_ms if graph_safe else time_host_ms
+                rows.append(make_row(name, timer(thunks, kept.clear, clear_grads), error, peak, graph_safe))
         except Exception as err:  # e.g. a peer that syncs with the host, illegal inside graph capture
             if name == OURS:
                 raise
@@ -293,16 +345,12 @@ def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ce
             kept.clear()
             clear_grads()
             torch.cuda.synchronize()
-            continue
         clear_grads()
-        work = spec.work(case)
-        rate = work / median / (1e6 if case.metric == "bandwidth" else 1e9)
-        rows.append(Row(
-            sweep=case.sweep, x=case.x, params=dict(case.params), dtype=case.dtype_name, mode=case.mode,
-            provider=name, ms=median, ms_p20=p20, ms_p80=p80, work=work, rate=rate,
-            fraction_of_ceiling=rate / ceilings.ceiling_of(case.metric), max_rel_error=error,
-            metric=case.metric, peak_mib=peak, host_timed=not graph_safe,
-        ))
+    if captured:
+        timings = time_graphs_ms({name: (graph, len(copies)) for name, (graph, _, _) in captured.items()})
+        rows += [make_row(name, timings[name], error, peak, True) for name, (_, error, peak) in captured.items()]
+        rows.sort(key=lambda row: list(ops).index(row.provider))
+        captured.clear()  # frees the graphs' memory pools before the next case
     del copies, grad, differentiable
     torch.cuda.empty_cache()
     return rows, failures
