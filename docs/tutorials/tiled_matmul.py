@@ -400,15 +400,19 @@ bench_table("tiled_matmul")
 bench_plot("tiled_matmul", sweep="square", mode="fwd", dtype="bfloat16")
 
 # %% [markdown]
-# What grouping bought, read from the table: at 2048 and at the largest
-# squares the grouped order is faster; at 4096 and on the tall shape the two
-# orders trade places by a few percent, the size of the run-to-run noise. At
-# 1024 the gap between them is not grouping's doing: the $8 \times 8$ grid
-# of 64 tiles runs in a single wave on 132 SMs, so no order reads fewer
-# panels. cuBLAS stays ahead of this teaching kernel at every size but one
-# (2048 in bf16, where ours edges it): closing that gap (persistent kernels,
-# TMA copies, per-shape tile tables) is the job of the matmul chapter, not of
-# this tutorial, whose kernel already pipelines its K loop (`num_stages=3`).
+# What grouping bought, read from the table: little on this GPU. At 2048 the
+# grouped order is a few percent faster in both dtypes; from 4096 up, and on
+# the tall shape, the two orders sit within about three percent of each
+# other, with row-major more often the faster of the two: likely because the
+# 132 tiles in flight at once walk K at about the same pace, so the panels
+# they share are still in the 50 MB L2 when the next tile asks for them,
+# whichever order the tiles were issued in. At 1024 the gap between the
+# orders is not grouping's doing: the $8 \times 8$ grid of 64 tiles runs in a
+# single wave on 132 SMs, so no order reads fewer panels. cuBLAS stays ahead
+# of this teaching kernel at every size but 1024 in bf16, where the two are
+# level: closing that gap (persistent kernels, TMA copies, per-shape tile
+# tables) is the job of the matmul chapter, not of this tutorial, whose
+# kernel already pipelines its K loop (`num_stages=3`).
 
 # %% [markdown]
 # ## Exercises
