@@ -1,4 +1,4 @@
-"""The runner's CPU-testable parts: verification and the gradient it feeds backward."""
+"""The runner's CPU-testable parts: verification, the gradient it feeds backward, and the order of interleaved replays."""
 
 import pytest
 import torch
@@ -33,3 +33,47 @@ def test_host_synchronising_ops_are_marked_for_host_timing():
     assert op(1) == 2 and op.graph_safe is False
     assert getattr(lambda x: x, "graph_safe", True) is True
 
+
+
+class _FakeClock:
+    """Stands in for the GPU: replays advance a clock, events read it, and every replay is logged."""
+
+    def __init__(self):
+        self.now, self.log = 0.0, []
+
+    def event(self, enable_timing=True):
+        clock = self
+
+        class Event:
+            def record(self):
+                self.t = clock.now
+
+            def elapsed_time(self, other):
+                return other.t - self.t
+
+        return Event()
+
+    def graph(self, name, ms_per_replay):
+        clock = self
+
+        class Graph:
+            def replay(self):
+                clock.now += ms_per_replay
+                clock.log.append(name)
+
+        return Graph()
+
+
+def test_interleaved_timing_alternates_graphs_and_times_each_alone(monkeypatch):
+    clock = _FakeClock()
+    monkeypatch.setattr(torch.cuda, "Event", clock.event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(runner, "MIN_TIMED_MS", 30.0)
+    graphs = {"fast": (clock.graph("fast", 0.5), 2), "slow": (clock.graph("slow", 6.0), 3)}
+
+    timings = runner.time_graphs_ms(graphs)
+
+    timed = clock.log[10:]  # after the five calibration replays of each
+    assert timed[:20] == ["fast", "slow"] * 10, "one replay of each graph per round, in turn"
+    assert timed.count("slow") == 10 and timed.count("fast") == 60  # 10 replays at least, and 30 ms of them
+    assert timings["fast"] == pytest.approx((0.25, 0.25, 0.25)) and timings["slow"] == pytest.approx((2.0, 2.0, 2.0))
