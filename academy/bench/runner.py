@@ -42,9 +42,10 @@ TIMING = (
     "GPU time of one call, from CUDA-graph replays: each replay runs the call once per "
     "input copy, on enough copies to exceed 4× the L2 cache, each writing its own outputs, "
     "so every call reads and writes HBM; median and 20th/80th percentiles over at least "
-    "100 ms of replays, after warm-up; on compute-bound cases the providers' replays are "
-    "interleaved, one each per round, so that all run under the same clock states of the "
-    "power-capped GPU. Forward+backward feeds a random output gradient, "
+    "100 ms of replays, after warm-up, each replay after an untimed read of twice the L2 "
+    "(no replay pays for another's dirty lines); on compute-bound cases the providers' "
+    "replays are interleaved, one each per round, the order rotating every round, so that "
+    "all run under the same clock states of the power-capped GPU. Forward+backward feeds a random output gradient, "
     "or 1 to a scalar loss, as loss.backward() does."
 )
 L2_MULTIPLE = 4
@@ -95,9 +96,13 @@ def time_graphs_ms(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]]) -> dict[
     The replays are interleaved, one per graph per round, so every graph is timed
     under the same mix of clock states: a power-capped GPU switches between them
     during a run, and graphs timed one after the other could each land in a
-    different state. A graph leaves the rounds once it has 10 replays and
-    ``MIN_TIMED_MS`` of them.
+    different state. Each round starts one graph later than the last, so no graph
+    always follows the same one, and before every timed replay an untimed read
+    of a buffer twice the L2's size writes back whatever the previous replay left
+    dirty there: no replay pays for another's outputs. A graph leaves the rounds
+    once it has 10 replays and ``MIN_TIMED_MS`` of them.
     """
+    clean = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
     needed = {}
     for name, (graph, _) in graphs.items():
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -108,13 +113,17 @@ def time_graphs_ms(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]]) -> dict[
         torch.cuda.synchronize()
         needed[name] = max(10, int(MIN_TIMED_MS / max(start.elapsed_time(end) / 5, 1e-3)))
     events: dict[str, list] = {name: [] for name in graphs}
+    rounds = 0
     while pending := [name for name in graphs if len(events[name]) < needed[name]]:
-        for name in pending:
+        first = rounds % len(pending)
+        for name in pending[first:] + pending[:first]:
+            clean.max()  # a read: the lines it leaves in L2 are clean
             begin, finish = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             begin.record()
             graphs[name][0].replay()
             finish.record()
             events[name].append((begin, finish))
+        rounds += 1
     torch.cuda.synchronize()
     timings = {}
     for name, (_, calls) in graphs.items():
