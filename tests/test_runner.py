@@ -69,11 +69,14 @@ def test_interleaved_timing_alternates_graphs_and_times_each_alone(monkeypatch):
     monkeypatch.setattr(torch.cuda, "Event", clock.event)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(runner, "MIN_TIMED_MS", 30.0)
+    monkeypatch.setattr(runner, "l2_cleaner", lambda: lambda: clock.log.append("clean"))
     graphs = {"fast": (clock.graph("fast", 0.5), 2), "slow": (clock.graph("slow", 6.0), 3)}
 
     timings = runner.time_graphs_ms(graphs)
 
     timed = clock.log[10:]  # after the five calibration replays of each
-    assert timed[:20] == ["fast", "slow"] * 10, "one replay of each graph per round, in turn"
+    assert timed[0::2] == ["clean"] * (len(timed) // 2), "every timed replay follows an L2 clean"
+    timed = timed[1::2]
+    assert timed[:20] == ["fast", "slow", "slow", "fast"] * 5, "one replay of each graph per round, the order rotating"
     assert timed.count("slow") == 10 and timed.count("fast") == 60  # 10 replays at least, and 30 ms of them
     assert timings["fast"] == pytest.approx((0.25, 0.25, 0.25)) and timings["slow"] == pytest.approx((2.0, 2.0, 2.0))

@@ -45,8 +45,8 @@ TIMING = (
     "100 ms of replays, after warm-up, each replay after an untimed read of twice the L2 "
     "(no replay pays for another's dirty lines); on compute-bound cases the providers' "
     "replays are interleaved, one each per round, the order rotating every round, so that "
-    "all run under the same clock states of the power-capped GPU. Forward+backward feeds a random output gradient, "
-    "or 1 to a scalar loss, as loss.backward() does."
+    "all run under the same clock states of the power-capped GPU. Forward+backward feeds "
+    "a random output gradient, or 1 to a scalar loss, as loss.backward() does."
 )
 L2_MULTIPLE = 4
 MAX_COPIES = 64
@@ -90,6 +90,12 @@ def capture_graph(
     return graph
 
 
+def l2_cleaner() -> Callable[[], object]:
+    """A call that reads twice the L2's size: the lines it leaves there are clean."""
+    buffer = torch.empty(2 * torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size, dtype=torch.uint8, device="cuda")
+    return buffer.max
+
+
 def time_graphs_ms(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]]) -> dict[str, tuple[float, float, float]]:
     """(median, p20, p80) in ms of one call for each ``name: (graph, calls per replay)``.
 
@@ -102,7 +108,7 @@ def time_graphs_ms(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]]) -> dict[
     dirty there: no replay pays for another's outputs. A graph leaves the rounds
     once it has 10 replays and ``MIN_TIMED_MS`` of them.
     """
-    clean = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    clean_l2 = l2_cleaner()
     needed = {}
     for name, (graph, _) in graphs.items():
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -117,7 +123,7 @@ def time_graphs_ms(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]]) -> dict[
     while pending := [name for name in graphs if len(events[name]) < needed[name]]:
         first = rounds % len(pending)
         for name in pending[first:] + pending[:first]:
-            clean.max()  # a read: the lines it leaves in L2 are clean
+            clean_l2()
             begin, finish = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             begin.record()
             graphs[name][0].replay()
