@@ -261,9 +261,9 @@ TILE_CONFIGS = {
                   EPILOGUE_SUBTILE=True, FLATTEN=True, WARP_SPECIALIZE=False),  # >= one 128x256 tile per SM
     "medium": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, num_warps=8, num_stages=4,
                    EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # >= one 128x128 tile per SM
-    "small": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, num_warps=4, num_stages=5,
+    "small": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, num_warps=4, num_stages=3,
                   EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # fewer tiles than SMs
-    "few": dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_SIZE_M=8, num_warps=4, num_stages=4,
+    "few": dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_SIZE_M=8, num_warps=4, num_stages=5,
                 EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # 128x128 tiles fill < half the SMs
     "fp32": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_SIZE_M=8, num_warps=8, num_stages=3,
                  EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),
