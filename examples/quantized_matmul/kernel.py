@@ -376,7 +376,8 @@ DECODE_MM_CONFIGS = {  # M <= DECODE_MM_MAX_M, by bit width (the H100 sweep's be
     8: dict(BLOCK_M=16, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3),
 }
 """Sixteen rows or fewer: one row tile, so the K slices are the parallelism (eight of them). int8 takes
-twice the columns per program at half the K step: the same words per step as int4."""
+twice the columns per program at half the K step: the same 16 word rows and 16,384 weights per step as
+int4, so twice int4's words."""
 MM_CONFIGS = {  # by M above DECODE_MM_MAX_M: the first row whose bound is >= M
     64: dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=4, num_stages=4),
     256: dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=8, num_stages=4),
