@@ -80,3 +80,16 @@ def test_interleaved_timing_alternates_graphs_and_times_each_alone(monkeypatch):
     assert timed[:20] == ["fast", "slow", "slow", "fast"] * 5, "one replay of each graph per round, the order rotating"
     assert timed.count("slow") == 10 and timed.count("fast") == 60  # 10 replays at least, and 30 ms of them
     assert timings["fast"] == pytest.approx((0.25, 0.25, 0.25)) and timings["slow"] == pytest.approx((2.0, 2.0, 2.0))
+
+
+def test_a_lone_graph_runs_back_to_back_without_clean_reads(monkeypatch):
+    clock = _FakeClock()
+    monkeypatch.setattr(torch.cuda, "Event", clock.event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(runner, "MIN_TIMED_MS", 30.0)
+    monkeypatch.setattr(runner, "l2_cleaner", lambda: lambda: clock.log.append("clean"))
+
+    timings = runner.time_graphs_ms({"only": (clock.graph("only", 3.0), 3)})
+
+    assert "clean" not in clock.log, "each replay pays for the last one's dirty lines, as in a stream of calls"
+    assert clock.log.count("only") == 5 + 10 and timings["only"] == pytest.approx((1.0, 1.0, 1.0))
