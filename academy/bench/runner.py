@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import platform
+import random
 from collections.abc import Callable, Sequence
 
 import torch
@@ -43,7 +44,7 @@ TIMING = (
     "input copy, on enough copies to exceed 4× the L2 cache, each writing its own outputs, "
     "so every call reads and writes HBM; median and 20th/80th percentiles over at least "
     "100 ms of replays, after warm-up; on compute-bound cases the providers' replays are "
-    "interleaved, one each per round, the order rotating every round, so that all run under "
+    "interleaved, one each per round in a fresh random order, so that all run under "
     "the same clock states of the power-capped GPU, each after an untimed read of twice the "
     "L2 (no replay pays for another's dirty lines). Forward+backward feeds "
     "a random output gradient, or 1 to a scalar loss, as loss.backward() does."
@@ -102,8 +103,11 @@ def time_graphs_ms(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]]) -> dict[
     The replays are interleaved, one per graph per round, so every graph is timed
     under the same mix of clock states: a power-capped GPU switches between them
     during a run, and graphs timed one after the other could each land in a
-    different state. Each round starts one graph later than the last, so no graph
-    always follows the same one, and before every timed replay an untimed read
+    different state. Each round runs the graphs in a fresh random order (seeded),
+    so over the rounds every graph follows every other about equally often: a
+    power-hungry replay slows whichever replay follows it, and a fixed cyclic
+    order (even one rotated each round) puts the same graph after it nearly every
+    time. Before every timed replay an untimed read
     of a buffer twice the L2's size writes back whatever the previous replay left
     dirty there: no replay pays for another's outputs. A graph leaves the rounds
     once it has 10 replays and ``MIN_TIMED_MS`` of them.
@@ -124,17 +128,16 @@ def time_graphs_ms(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]]) -> dict[
         torch.cuda.synchronize()
         needed[name] = max(10, int(MIN_TIMED_MS / max(start.elapsed_time(end) / 5, 1e-3)))
     events: dict[str, list] = {name: [] for name in graphs}
-    rounds = 0
+    shuffle = random.Random(0).shuffle
     while pending := [name for name in graphs if len(events[name]) < needed[name]]:
-        first = rounds % len(pending)
-        for name in pending[first:] + pending[:first]:
+        shuffle(pending)
+        for name in pending:
             clean_l2()
             begin, finish = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             begin.record()
             graphs[name][0].replay()
             finish.record()
             events[name].append((begin, finish))
-        rounds += 1
     torch.cuda.synchronize()
     timings = {}
     for name, (_, calls) in graphs.items():
