@@ -400,21 +400,22 @@ bench_table("tiled_matmul")
 bench_plot("tiled_matmul", sweep="square", mode="fwd", dtype="bfloat16")
 
 # %% [markdown]
-# What grouping bought, read from the table: little on this GPU. At 2048 the
-# grouped order is 1.05× (fp16) and 1.06× (bf16) faster, and at 8192 1.05×
-# in fp16, though not in bf16, where the two orders sit within 0.5% of each
-# other. At 4096 and 6144 they are within 0.5% in both dtypes, and on the
-# tall shape row-major is the faster, by 1.02× in both: likely because the
-# 132 tiles in flight at once walk K at about the same pace, so the panels
-# they share are still in the 50 MB L2 when the next tile asks for them,
-# whichever order the tiles were issued in. At 1024 the two orders are
-# within 1% of each other, as they should be: the $8 \times 8$ grid of 64
-# tiles runs in a single wave on 132 SMs, so no order reads fewer panels.
-# cuBLAS stays ahead of this teaching kernel at every size and in both
-# dtypes, by 1.04× (fp16 at 2048) to 1.32× (bf16 at 1024): closing that gap
-# (persistent kernels, TMA copies, per-shape tile tables) is the job of the
-# matmul chapter, not of this tutorial, whose kernel already pipelines its K
-# loop (`num_stages=3`).
+# What grouping bought, read from the table: a few percent at most on this
+# GPU. The grouped order is the faster at 2048 (1.05× in fp16, 1.06× in
+# bf16), at 8192 (1.04× and 1.03×) and at 4096 in fp16 (1.03×); at 4096 in
+# bf16 the two orders are level, and at 6144 they are within 1% in both
+# dtypes. On the tall shape row-major is the faster, by 1.02× in fp16 and
+# 1.01× in bf16: likely because the 132 tiles in flight at once walk K at
+# about the same pace, so the panels they share are still in the 50 MB L2
+# when the next tile asks for them, whichever order the tiles were issued
+# in. At 1024 the $8 \times 8$ grid of 64 tiles runs in a single wave on 132
+# SMs, so no order reads fewer panels: the two orders are within 0.5% of
+# each other in fp16, while in bf16 row-major reads 1.02× faster, a gap the
+# panel count does not explain. cuBLAS stays ahead of this teaching kernel
+# at every size and in both dtypes, by 1.04× (fp16 at 2048) to 1.35× (bf16
+# at 1024): closing that gap (persistent kernels, TMA copies, per-shape tile
+# tables) is the job of the matmul chapter, not of this tutorial, whose
+# kernel already pipelines its K loop (`num_stages=3`).
 
 # %% [markdown]
 # ## Exercises
