@@ -6,6 +6,7 @@ import pytest
 from examples.learn_answers.measuring import (
     SimulatedGPU,
     copies_to_leave_l2,
+    interleaved_medians,
     noisy_timings,
     summarize,
     time_kernel,
@@ -85,3 +86,26 @@ def test_copies_to_leave_l2(bytes_per_call, l2, expected):
 def test_copies_to_leave_l2_rejects_nonsense():
     with pytest.raises(ValueError):
         copies_to_leave_l2(0, 2**20)
+
+
+KERNELS = {"peer": (0.9, True), "ours": (1.0, False), "ours again": (1.0, False)}
+
+
+def _apart(medians):
+    return max(medians["ours"], medians["ours again"]) / min(medians["ours"], medians["ours again"])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_fixed_order_charges_one_copy_of_a_kernel_for_the_hungry_peer(seed):
+    assert _apart(interleaved_medians(KERNELS, "fixed", seed=seed)) == pytest.approx(1.10, abs=0.02)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_random_order_lets_two_copies_of_a_kernel_agree(seed):
+    assert _apart(interleaved_medians(KERNELS, "random", seed=seed)) < 1.02
+    assert _apart(interleaved_medians(KERNELS, "rotated", seed=seed)) > 1.04  # rotation is not enough
+
+
+def test_interleaved_medians_rejects_an_unknown_order():
+    with pytest.raises(ValueError, match="order"):
+        interleaved_medians(KERNELS, "alphabetical")

@@ -163,6 +163,42 @@ print("three single runs:", ", ".join(f"{s * 1e3:.2f} µs" for s in samples_ms[[
 # A wide p20–p80 range is a warning in itself: the measurement was noisy and
 # should be repeated, not averaged away.
 #
+# ### Comparing kernels: give them the same clock states
+#
+# A comparison has a trap the median cannot fix. A GPU under a power limit
+# lowers its clock while a power-hungry kernel runs (a big matmul, cuDNN's
+# attention), and the kernel that runs next starts on the lowered clock.
+# Time two providers one after the other and each can sit in a different
+# state. Interleave their calls, one of each per round, and all of them see
+# the same states, but only if the *order* varies. The simulated GPU below
+# stretches a kernel by 10% when the one before it was hungry. Three
+# kernels: a hungry peer, ours, and ours again under a second name, so the
+# last two should read the same.
+
+# %%
+show("examples/learn_answers/measuring.py:power_capped")
+
+# %%
+from examples.learn_answers.measuring import interleaved_medians
+
+kernels = {"peer": (0.9, True), "ours": (1.0, False), "ours again": (1.0, False)}
+for order in ("fixed", "rotated", "random"):
+    medians = interleaved_medians(kernels, order)
+    print(f"{order:8s} peer {medians['peer']:.3f} ms, ours {medians['ours']:.3f} ms, "
+          f"ours again {medians['ours again']:.3f} ms: the same kernel read "
+          f"{max(medians['ours'], medians['ours again']) / min(medians['ours'], medians['ours again']):.3f}× apart")
+
+# %% [markdown]
+# In a fixed order, "ours" always follows the peer and pays for it in full,
+# while the copy of it placed later pays nothing. Rotating the order by one
+# place each round does not cure it: the cyclic order, and so who follows
+# whom, stays the same except at the seams between rounds. A fresh random
+# order each round spreads the peer's cost over everyone, and the two copies
+# agree. Our harness shuffles its rounds this way, and it times the shipped
+# kernel under two names where it can, as a check on its own resolution
+# ([how it is timed](../performance.md#how-it-is-timed) has the H100 run
+# that showed the bias).
+#
 # ## 4. Inputs that sit in L2
 #
 # An H100 has 50 MB of L2 cache between the SMs and HBM. Call a kernel on the
@@ -271,6 +307,7 @@ else:
 # | Inputs of zeros | data-dependent speed, and hidden bugs | random inputs: `academy.testing.random_tensor` |
 # | Host-timed calls that launch many kernels | Python | CUDA graphs, or a profiler |
 # | Different methods for the two sides | the method | time every provider the same way |
+# | Providers timed one after another, or in a fixed order | the clock state the previous kernel left | interleave them, in a random order each round |
 #
 # Zeros deserve a word. A kernel fed zeros can finish sooner than one fed
 # real data (less switching activity means less power, and the GPU holds

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import random
 from collections.abc import Sequence
 
 import numpy as np
@@ -65,6 +66,48 @@ def noisy_timings(n: int, true_ms: float, *, seed: int = 0, outlier_rate: float 
     stall_ms = true_ms * rng.uniform(2.0, 10.0, size=n) * stalls
     return true_ms + jitter + stall_ms
 # --8<-- [end:noisy_timings]
+
+
+# --8<-- [start:power_capped]
+class PowerCappedGPU:
+    """Device time only, for kernels compared side by side on a power-capped GPU.
+
+    A kernel's time stretches by ``throttle`` when the kernel before it was
+    power-hungry (it left the clock low), plus a little Gaussian jitter.
+    """
+
+    def __init__(self, throttle: float = 0.10, jitter: float = 0.03, seed: int = 0):
+        self.throttle, self.jitter = throttle, jitter
+        self.rng = np.random.default_rng(seed)
+        self.clock_is_low = False
+
+    def run(self, work_ms: float, hungry: bool) -> float:
+        ms = work_ms * (1 + self.throttle * self.clock_is_low) * (1 + self.jitter * self.rng.standard_normal())
+        self.clock_is_low = hungry
+        return ms
+
+
+def interleaved_medians(kernels: dict[str, tuple[float, bool]], order: str, *, rounds: int = 300,
+                        seed: int = 0) -> dict[str, float]:
+    """Median time of each ``name: (work_ms, hungry)`` over rounds of one call each, in a
+    ``"fixed"`` order, a ``"rotated"`` one (one place further each round) or a ``"random"`` one."""
+    gpu = PowerCappedGPU(seed=seed)
+    names, shuffle = list(kernels), random.Random(seed).shuffle
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        if order == "fixed":
+            this_round = names
+        elif order == "rotated":
+            this_round = names[r % len(names):] + names[:r % len(names)]
+        elif order == "random":
+            this_round = names[:]
+            shuffle(this_round)
+        else:
+            raise ValueError(f"order must be 'fixed', 'rotated' or 'random', not {order!r}")
+        for name in this_round:
+            times[name].append(gpu.run(*kernels[name]))
+    return {name: float(np.median(t)) for name, t in times.items()}
+# --8<-- [end:power_capped]
 
 
 # ---------------------------------------------------------------- exercise answers
