@@ -196,7 +196,7 @@ for order in ("fixed", "rotated", "random"):
 # order each round spreads the peer's cost over everyone, and the two copies
 # agree. Our harness shuffles its rounds this way, and it times the shipped
 # kernel under two names where it can, as a check on its own resolution
-# ([how it is timed](../performance.md#how-it-is-timed) has the H100 run
+# ([how it is timed](../../performance/#how-it-is-timed) has the H100 run
 # that showed the bias).
 #
 # ## 4. Inputs that sit in L2
