@@ -93,8 +93,8 @@ def capture_graph(
 
 def l2_cleaner() -> Callable[[], object]:
     """A call that reads twice the L2's size: the lines it leaves there are clean."""
-    buffer = torch.empty(2 * torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size, dtype=torch.uint8, device="cuda")
-    return buffer.max
+    l2_bytes = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+    return torch.empty(2 * l2_bytes, dtype=torch.uint8, device="cuda").max
 
 
 def time_graphs_ms(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]]) -> dict[str, tuple[float, float, float]]:
@@ -107,9 +107,9 @@ def time_graphs_ms(graphs: dict[str, tuple[torch.cuda.CUDAGraph, int]]) -> dict[
     so over the rounds every graph follows every other about equally often: a
     power-hungry replay slows whichever replay follows it, and a fixed cyclic
     order (even one rotated each round) puts the same graph after it nearly every
-    time. Before every timed replay an untimed read
-    of a buffer twice the L2's size writes back whatever the previous replay left
-    dirty there: no replay pays for another's outputs. A graph leaves the rounds
+    time. Before every interleaved replay an untimed read of a buffer twice the
+    L2's size writes back whatever the previous replay left dirty there: no
+    replay pays for another's outputs. A graph leaves the rounds
     once it has 10 replays and ``MIN_TIMED_MS`` of them.
 
     A lone graph is replayed back to back with no clean read: each replay then
