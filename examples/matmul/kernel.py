@@ -22,8 +22,10 @@ Four kernels, one launcher that picks among them by shape:
   added by a second pass. The path for small M (decode), where the weight
   read is the whole cost and one program per output tile leaves SMs idle.
 * :func:`matmul_gemv_kernel`: CUDA cores instead of tensor cores, for a
-  single row (``GEMV_MAX_M``), where ``tl.dot``'s 16-row minimum would waste
-  15 of every 16 rows; its K slices share split-K's second pass.
+  single row, where ``tl.dot``'s 16-row minimum pads 15 of every 16 rows;
+  its K slices share split-K's second pass. The dispatch sends it no shape
+  (``GEMV_MAX_M``): the padded split-K reads the same bytes and measured as
+  fast or faster.
 
 Run this file (``python -m examples.matmul.kernel``) for a quick check.
 """
@@ -182,16 +184,16 @@ def matmul_split_k_kernel(
     ks = tl.arange(0, BLOCK_K)
     k_begin = split * K_PER_SPLIT
     k_end = tl.minimum(K, k_begin + K_PER_SPLIT)
-    a_ptrs = a_ptr + (rows % M).to(tl.int64)[:, None] * stride_am + (k_begin + ks).to(tl.int64)[None, :] * stride_ak
+    a_ptrs = a_ptr + rows.to(tl.int64)[:, None] * stride_am + (k_begin + ks).to(tl.int64)[None, :] * stride_ak
     b_ptrs = b_ptr + (k_begin + ks).to(tl.int64)[:, None] * stride_bk + (cols % N).to(tl.int64)[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k_start in range(k_begin, k_end, BLOCK_K):
-        a = tl.load(a_ptrs, mask=ks[None, :] < k_end - k_start, other=0.0)
+        a = tl.load(a_ptrs, mask=(rows < M)[:, None] & (ks[None, :] < k_end - k_start), other=0.0)  # (3)!
         b = tl.load(b_ptrs, mask=ks[:, None] < k_end - k_start, other=0.0)
         if UPCAST:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)  # (3)!
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     mask = (rows < M)[:, None] & (cols < N)[None, :]
@@ -281,8 +283,9 @@ GEMV_CONFIGS = {  # the CUDA-core path for very few rows: no tensor-core padding
     "row": dict(BLOCK_M=1, BLOCK_N=64, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4),  # b (K, N) row-major
     "col": dict(BLOCK_M=1, BLOCK_N=16, BLOCK_K=512, SPLIT_K=0, num_warps=4, num_stages=3),  # b = W.T, W (N, K)
 }
-GEMV_MAX_M = 1
-"""Largest M that the dispatch sends to the GEMV kernel (on the H100 it won at M = 1 and lost at 16)."""
+GEMV_MAX_M = 0
+"""Largest M that the dispatch sends to the GEMV kernel: none. On the H100, split-K (its padding rows masked)
+matched or beat it at M = 1 on every decode weight row-major, and it lost at M = 16."""
 
 
 def tile_config(M: int, N: int, K: int, dtype: torch.dtype) -> dict:
@@ -393,8 +396,8 @@ def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
 
 
 def choose_path(M: int, N: int, K: int, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None) -> str:
-    """The dispatch rule: GEMV for one row, split-K for a few, TMA where it can read both operands
-    (and store a row-major ``c``), else pointers."""
+    """The dispatch rule: GEMV for at most ``GEMV_MAX_M`` rows, split-K for a few, TMA where it can read
+    both operands (and store a row-major ``c``), else pointers."""
     if M <= GEMV_MAX_M and K >= 256:
         return "gemv"
     if M <= SMALL_M and K >= 256:  # (1)!
