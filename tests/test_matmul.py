@@ -151,6 +151,36 @@ def test_gemv_dispatch_switch(monkeypatch):
     assert choose_path(5, 64, 256, *big) == "split_k"
 
 
+def test_chained_decode_matmuls_each_read_the_last_ones_output():
+    """Each decode matmul reads the one before's output. With programmatic dependent launch a kernel starts
+    before its predecessor has finished, so a read before its wait would see stale or poisoned values. On a
+    GPU the chain is also replayed from a CUDA graph after its input changed in place: a stale read there
+    would see the previous replay's values, which are plausible numbers."""
+    n = 256
+    weights = [random_tensor((n, n), torch.float16, scale=1 / 16) for _ in range(6)]
+    x = random_tensor((16, n), torch.float16)
+    assert choose_path(16, n, n, x, weights[0]) == "split_k"
+
+    def chain():
+        outs = [x]
+        for w in weights:
+            outs.append(matmul(outs[-1], w))
+        return outs
+
+    def check(outs):
+        for before, w, out in zip(outs, weights, outs[1:]):
+            assert_close(out, before.double() @ w.double(), dtype=torch.float16)
+
+    check(chain())
+    if DEVICE == "cuda":
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            outs = chain()
+        x.copy_(random_tensor((16, n), torch.float16))
+        graph.replay()
+        check(outs)
+
+
 @pytest.mark.parametrize(("M", "N", "K", "block_n", "split"), [
     (16, 4096, 4096, 32, 1),  # K too short to split: narrower column blocks
     (16, 4096, 14336, 64, 2),  # long K: two slices of 64 columns

@@ -57,7 +57,7 @@ SWEEPS = [
     ],
     *[
         Sweep(f"decode M={m}, K={k}", x="N", shapes=[{"M": m, "N": n, "K": k} for n in LLAMA_KN], metric="bandwidth",
-               providers=[*FINAL_PROVIDERS, "academy:gemv"])
+               providers=[*FINAL_PROVIDERS, "academy:gemv", "academy:no_pdl"])
         for m in (1, 16) for k in LLAMA_KN
     ],
 ]
@@ -81,6 +81,7 @@ SPEC = BenchSpec(
         "cublas": eager(torch.matmul),
         **{f"academy:{name}": _stage(name) for name in STAGES},
         "academy:gemv": lambda: functools.partial(matmul, path="gemv"),  # the CUDA-core GEMV kernel, forced
+        "academy:no_pdl": lambda: functools.partial(matmul, config={"PDL": False}),  # what dependent launch buys
     },
     headline=[
         ("fwd", {"M": 4096, "N": 4096, "K": 4096}, "float16"),

@@ -38,6 +38,7 @@ import triton.language as tl
 
 from academy import DEVICE, INTERPRETED
 from academy.grid import sm_count
+from academy.pdl import pdl_available
 from academy.tma import TensorDescriptor, tma_available
 from academy.validation import check_disjoint, check_tensor
 from examples.tiled_matmul.kernel import grouped_tile
@@ -173,8 +174,11 @@ def matmul_split_k_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_os, stride_om, stride_on,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     SPLIT_K: tl.constexpr,
-    ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
 ):
+    if PDL:  # (6)!
+        tl.extra.cuda.gdc_wait()  # the previous kernel's writes are all visible past this line
+        tl.extra.cuda.gdc_launch_dependents()  # the next kernel may launch now, and wait in its turn
     num_pid_n = tl.cdiv(N, BLOCK_N)
     pid_m = tl.program_id(0) // num_pid_n  # (1)!
     pid_n = tl.program_id(0) % num_pid_n
@@ -271,9 +275,11 @@ TILE_CONFIGS = {
                  EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),
 }
 SPLIT_K_CONFIGS = {  # BLOCK_N and SPLIT_K = 0: the launcher picks them (see split_k_config)
-    "decode": dict(BLOCK_M=16, BLOCK_N=0, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4),
-    "prefill": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, SPLIT_K=0, num_warps=4, num_stages=4),
+    "decode": dict(BLOCK_M=16, BLOCK_N=0, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4, PDL=True),
+    "prefill": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, SPLIT_K=0, num_warps=4, num_stages=4, PDL=True),
 }
+"""PDL: programmatic dependent launch where the GPU has it (see academy.pdl), which hides the launch gap
+between one decode kernel and the next."""
 DECODE_SPLIT_MIN_K = 4096
 """Shortest K slice worth a second (reduction) launch when a decode grid is too small."""
 DECODE_NARROW_STAGES = 6
@@ -319,7 +325,7 @@ def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict |
     then narrow to 32 columns (with a deeper pipeline).
     """
     if INTERPRETED:
-        cfg = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, SPLIT_K=0, num_warps=4, num_stages=1)
+        cfg = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, SPLIT_K=0, num_warps=4, num_stages=1, PDL=False)
     else:
         cfg = dict(SPLIT_K_CONFIGS["decode" if M <= SMALL_M else "prefill"])
     if dtype == torch.float32:
@@ -490,11 +496,12 @@ def _launch_split_k(a, b, c, activation, precision, cfg) -> None:
     out = c if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=a.device)
     out_strides = (0, *c.stride()) if split == 1 else out.stride()
     grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]), split)
+    pdl = bool(cfg["PDL"]) and pdl_available()
     matmul_split_k_kernel[grid](
         a, b, out, M, N, K, k_per_split, *a.stride(), *b.stride(), *out_strides,
         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=bk, SPLIT_K=split,
-        ACTIVATION=activation or "", INPUT_PRECISION=precision, UPCAST=INTERPRETED,
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        ACTIVATION=activation or "", INPUT_PRECISION=precision, UPCAST=INTERPRETED, PDL=pdl,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], launch_pdl=pdl,
     )
     if split > 1:  # (5)!
         _sum_slices(out, c, activation)
