@@ -38,9 +38,9 @@ import triton.language as tl
 
 from academy import DEVICE, INTERPRETED
 from academy.grid import sm_count
-from academy.pdl import pdl_available
 from academy.tma import TensorDescriptor, tma_available
 from academy.validation import check_disjoint, check_tensor
+from examples.dependent_launch import dependent_launch_prologue, pdl_available
 from examples.tiled_matmul.kernel import grouped_tile
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -176,9 +176,7 @@ def matmul_split_k_kernel(
     SPLIT_K: tl.constexpr,
     ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
 ):
-    if PDL:  # (6)!
-        tl.extra.cuda.gdc_wait()  # the previous kernel's writes are all visible past this line
-        tl.extra.cuda.gdc_launch_dependents()  # the next kernel may launch now, and wait in its turn
+    dependent_launch_prologue(PDL)  # (6)!
     num_pid_n = tl.cdiv(N, BLOCK_N)
     pid_m = tl.program_id(0) // num_pid_n  # (1)!
     pid_n = tl.program_id(0) % num_pid_n
@@ -210,7 +208,8 @@ def matmul_split_k_kernel(
 
 @triton.jit
 def split_k_reduce_kernel(partials_ptr, c_ptr, numel, N, stride_cm, stride_cn,
-                          SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK: tl.constexpr):
+                          SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    dependent_launch_prologue(PDL)
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < numel
     total = tl.zeros((BLOCK,), dtype=tl.float32)
@@ -278,8 +277,8 @@ SPLIT_K_CONFIGS = {  # BLOCK_N and SPLIT_K = 0: the launcher picks them (see spl
     "decode": dict(BLOCK_M=16, BLOCK_N=0, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4, PDL=True),
     "prefill": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, SPLIT_K=0, num_warps=4, num_stages=4, PDL=True),
 }
-"""PDL: programmatic dependent launch where the GPU has it (see academy.pdl), which hides the launch gap
-between one decode kernel and the next."""
+"""PDL: programmatic dependent launch where the GPU has it (see examples.dependent_launch), which hides
+the launch gap between one decode kernel and the next."""
 DECODE_SPLIT_MIN_K = 4096
 """Shortest K slice worth a second (reduction) launch when a decode grid is too small."""
 DECODE_NARROW_STAGES = 6
@@ -463,12 +462,13 @@ def gemv_config(M: int, N: int, K: int, b_column_major: bool, overrides: dict | 
     return cfg
 
 
-def _sum_slices(partials: torch.Tensor, c: torch.Tensor, activation) -> None:
+def _sum_slices(partials: torch.Tensor, c: torch.Tensor, activation, pdl: bool = False) -> None:
     """c = act(Σ partials): the second pass of split-K and of the GEMV's K slices."""
     split, M, N = partials.shape
     block = 1024
     split_k_reduce_kernel[(triton.cdiv(M * N, block),)](partials, c, M * N, N, *c.stride(), SPLIT_K=split,
-                                                        ACTIVATION=activation or "", BLOCK=block)
+                                                        ACTIVATION=activation or "", BLOCK=block, PDL=pdl,
+                                                        launch_pdl=pdl)
 
 
 def _launch_gemv(a, b, c, activation, cfg) -> None:
@@ -504,7 +504,7 @@ def _launch_split_k(a, b, c, activation, precision, cfg) -> None:
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], launch_pdl=pdl,
     )
     if split > 1:  # (5)!
-        _sum_slices(out, c, activation)
+        _sum_slices(out, c, activation, pdl)
 
 
 def matmul(
