@@ -4,9 +4,12 @@ Launched with PDL, a kernel's programs can become resident while the previous
 kernel is still running; each waits (``griddepcontrol.wait``) until every
 write of that kernel is visible, and then lets the next kernel launch in its
 turn. A stream of short kernels (decode GEMMs of a few microseconds each)
-hides the launch gap between them. The matmul and low-bit chapters' decode
-kernels start with :func:`dependent_launch_prologue` and launch with
-``launch_pdl=pdl_available()``.
+hides the launch gap between them. The matmul chapter's split-K kernels start
+with :func:`dependent_launch_prologue` and launch with ``launch_pdl``.
+
+Whether it pays is a measurement per kernel: the low-bit chapter's decode
+kernels ran slower with it at most of their shapes (see that page), so they
+launch without it.
 """
 
 from __future__ import annotations

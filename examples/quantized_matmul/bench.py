@@ -15,8 +15,7 @@ Providers: ours (the dispatch), cuBLAS on the same weight dequantised to
 fp16 (``x @ W.T``: what the quantised model replaces), GemLite's A16W4/A16W8
 layer at its default settings (when installed), our paths forced
 (``academy:gemv`` and ``academy:dot`` on decode shapes; ``academy:dot`` and
-``academy:slab`` on prefill shapes), the dispatch without programmatic
-dependent launch (``academy:no_pdl``, decode shapes) and, on prefill shapes, the wholly
+``academy:slab`` on prefill shapes) and, on prefill shapes, the wholly
 materialising alternative ``academy:dequant_cublas`` (dequantise the whole
 weight to fp16, then cuBLAS). Forward only; every provider is checked
 against ``x @ dequantize(W).T`` in fp32 before it is timed.
@@ -72,9 +71,9 @@ def work(case: Case) -> float:
 # --8<-- [end:work]
 
 
-def ours(path: str = "auto", config: dict | None = None):
+def ours(path: str = "auto"):
     def op(x, data, scales, zeros, dense):
-        return quantized_matmul(x, as_packed(data, scales, zeros, dense), path=path, config=config)
+        return quantized_matmul(x, as_packed(data, scales, zeros, dense), path=path)
     return op
 
 
@@ -118,7 +117,7 @@ def _sweeps() -> list[Sweep]:
     for bits in (4, 8):
         for K, N in WEIGHTS:
             for kind, ms, metric, variants in (
-                ("decode", DECODE_M, "bandwidth", ["academy:gemv", "academy:dot", "academy:no_pdl"]),
+                ("decode", DECODE_M, "bandwidth", ["academy:gemv", "academy:dot"]),
                 ("prefill", PREFILL_M, "compute", ["academy:dot", "academy:slab", "academy:dequant_cublas"]),
             ):
                 sweeps.append(Sweep(
@@ -145,7 +144,6 @@ SPEC = BenchSpec(
         "academy:gemv": lambda: ours("gemv"),
         "academy:dot": lambda: ours("dot"),
         "academy:slab": lambda: ours("slab"),
-        "academy:no_pdl": lambda: ours(config={"PDL": False}),  # the dispatch without dependent launch
         "academy:dequant_cublas": lambda: dequantize_then_cublas,
     },
     headline=[

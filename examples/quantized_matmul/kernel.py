@@ -45,7 +45,6 @@ import triton.language as tl
 from academy import DEVICE, INTERPRETED
 from academy.grid import sm_count
 from academy.validation import check_tensor
-from examples.dependent_launch import dependent_launch_prologue, pdl_available
 from examples.matmul.kernel import matmul
 from examples.tiled_matmul.kernel import grouped_tile
 
@@ -217,9 +216,7 @@ def qgemv_kernel(
     stride_xm, stride_dk, stride_sg, stride_os, stride_om,
     BITS: tl.constexpr, GROUP: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr,
-    PDL: tl.constexpr,
 ):
-    dependent_launch_prologue(PDL)  # wait for the previous kernel's writes (see the matmul chapter)
     EPS: tl.constexpr = 32 // BITS
     HALF: tl.constexpr = EPS // 2  # codes per 16-bit half of a word
     WORDS: tl.constexpr = BLOCK_K // EPS
@@ -279,9 +276,8 @@ def qmm_kernel(
     stride_xm, stride_dk, stride_sg, stride_os, stride_om,
     BITS: tl.constexpr, GROUP: tl.constexpr, PER_CHANNEL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
-    SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
+    SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, UPCAST: tl.constexpr,
 ):
-    dependent_launch_prologue(PDL)
     EPS: tl.constexpr = 32 // BITS
     WORDS: tl.constexpr = BLOCK_K // EPS
     pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_SIZE_M)
@@ -325,9 +321,8 @@ def qmm_kernel(
 
 
 @triton.jit
-def split_k_sum_kernel(partials_ptr, out_ptr, numel, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr):
+def split_k_sum_kernel(partials_ptr, out_ptr, numel, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
     """The second pass of split-K: add the fp32 partial sums in a fixed order, round once."""
-    dependent_launch_prologue(PDL)
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < numel
     total = tl.zeros((BLOCK,), dtype=tl.float32)
@@ -370,24 +365,23 @@ def dequantize_columns_kernel(
 GEMV_MAX_M = 1
 """Largest M sent to the CUDA-core GEMV kernel; above it the tensor cores win."""
 GEMV_CONFIGS = {  # by bit width (the H100 sweep's best); one word row per thread per step for int8, two for int4
-    4: dict(BLOCK_N=16, BLOCK_K=1024, SPLIT_K=0, PROGRAMS_PER_SM=2, num_warps=8, num_stages=1, PDL=True),
-    8: dict(BLOCK_N=16, BLOCK_K=256, SPLIT_K=0, PROGRAMS_PER_SM=4, num_warps=8, num_stages=1, PDL=True),
+    4: dict(BLOCK_N=16, BLOCK_K=1024, SPLIT_K=0, PROGRAMS_PER_SM=2, num_warps=8, num_stages=1),
+    8: dict(BLOCK_N=16, BLOCK_K=256, SPLIT_K=0, PROGRAMS_PER_SM=4, num_warps=8, num_stages=1),
 }
 MAX_GEMV_ROWS = 65535
 """The GEMV runs one program per activation row on grid axis z, which CUDA caps at 65535."""
 DECODE_MM_MAX_M = 16
 DECODE_MM_CONFIGS = {  # M <= DECODE_MM_MAX_M, by bit width (the H100 sweep's best at M = 16)
-    4: dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3, PDL=True),
-    8: dict(BLOCK_M=16, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3, PDL=True),
+    4: dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3),
+    8: dict(BLOCK_M=16, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3),
 }
 """Sixteen rows or fewer: one row tile, so the K slices are the parallelism (eight of them). int8 takes
 twice the columns per program at half the K step: the same 16 word rows and 16,384 weights per step as
 int4, so twice int4's words."""
 MM_CONFIGS = {  # by M above DECODE_MM_MAX_M: the first row whose bound is >= M
-    64: dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=4, num_stages=4, PDL=True),
-    256: dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=8, num_stages=4, PDL=True),
-    MAX_COORD: dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=1, num_warps=8, num_stages=4,
-                    PDL=True),
+    64: dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=4, num_stages=4),
+    256: dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=8, num_stages=4),
+    MAX_COORD: dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=1, num_warps=8, num_stages=4),
 }
 
 
@@ -546,10 +540,9 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
         grid_mn = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
     k_per_split, split = _k_slices(K, cfg)
     target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)  # (2)!
-    pdl = bool(cfg["PDL"]) and pdl_available()  # dependent launch: hides the launch gaps of a decode stream
     common = dict(BITS=packed.bits, GROUP=packed.group_size, BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"],
                   SPLIT_K=split, EVEN_K=K % cfg["BLOCK_K"] == 0 and k_per_split % cfg["BLOCK_K"] == 0,
-                  PDL=pdl, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], launch_pdl=pdl)
+                  num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
     args = (x, packed.data, packed.scales, packed.zeros, target, M, N, K, k_per_split,
             x.stride(0), N, N, M * N, N)
     if path == "gemv":
@@ -559,8 +552,7 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
                                          GROUP_SIZE_M=cfg["GROUP_SIZE_M"], UPCAST=INTERPRETED, **common)
     if split > 1:
         block = 1024
-        split_k_sum_kernel[(triton.cdiv(M * N, block),)](target, out, M * N, SPLIT_K=split, BLOCK=block,  # (3)!
-                                                         PDL=pdl, launch_pdl=pdl)
+        split_k_sum_kernel[(triton.cdiv(M * N, block),)](target, out, M * N, SPLIT_K=split, BLOCK=block)  # (3)!
     return out
 # --8<-- [end:launcher]
 
