@@ -313,16 +313,13 @@ def test_more_than_2_31_elements_on_gpu():
 
 
 @pytest.mark.parametrize("grad_in_logits", [False, True], ids=["new-gradient", "in-place"])
-def test_last_partial_round_goes_to_the_split_kernel(grad_in_logits, monkeypatch):
-    """Rows past the last whole round of SMs (39 = 9·4 + 3 on the interpreter's 4 "SMs") are split
-    across programs: the tail's loss and gradient, an ignored tail row included, match float64."""
-    monkeypatch.setattr(ce_module, "TAIL_SPLIT_MIN_COLS", 1000)
-    monkeypatch.setattr(ce_module, "SPLIT_BLOCK_V", 256)
-    calls = spy_on_split_kernel(monkeypatch)
-    n_rows = 9 * ce_module.sm_count() + 3
-    logits, target = make_case(n_rows, 1000, n_ignored=2)
-    target[-1] = -100  # one tail row ignored: zero gradient, zero loss
-    target[-2] = 999  # one whose target sits in the last, partly masked chunk
+def test_target_in_every_kind_of_chunk(grad_in_logits, monkeypatch):
+    """Sweep 2 writes softmax alone and the target's column is overwritten once per row, after a
+    barrier: targets at both ends of whole chunks and in the partial last chunk, in place or not."""
+    monkeypatch.setattr(ce_module, "MAX_BLOCK_V", 256)  # 1000 columns: three whole chunks and 232 more
+    targets = [0, 255, 256, 767, 768, 999, -100, 500]
+    logits, target = make_case(len(targets), 1000)
+    target.copy_(torch.tensor(targets))
     check_loss_and_gradient(logits, target, grad_in_logits=grad_in_logits, label_smoothing=0.1, softcap=4.0,
                             logit_scale=0.7)
-    assert calls == [n_rows % ce_module.sm_count()], "the tail did not go to the split-row kernel"
+    check_loss_and_gradient(logits[:, :768], torch.where(target < 768, target, 3), grad_in_logits=grad_in_logits)

@@ -69,6 +69,10 @@ def reference(
 
 
 # --8<-- [start:helpers]
+LOG2E = tl.constexpr(1.4426950408889634)
+"""1 / ln 2: e^u is computed as 2^(u·LOG2E), the hardware's exp2 instruction."""
+
+
 @triton.jit
 def _tanh(u):
     return 2.0 * tl.sigmoid(2.0 * u) - 1.0  # libdevice's tanh is unavailable in the interpreter
@@ -98,9 +102,24 @@ def fetch_row_start(row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_
 
 
 @triton.jit
+def _online_lse_step(z, running_max, running_sum, PER_LANE: tl.constexpr):
+    """Fold one chunk of transformed logits into the running log-sum-exp (sweep 1's recurrence).
+    ``running_max`` is one value per lane (``PER_LANE``: no reduction in the loop, but two exp per
+    value) or one for the row (a reduction per chunk, one exp per value)."""
+    if PER_LANE:
+        new_max = tl.maximum(running_max, z)
+    else:
+        new_max = tl.maximum(running_max, tl.max(z, axis=0))
+    safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
+    running_sum = (running_sum * tl.math.exp2((running_max - safe_max) * LOG2E)  # (5)!
+                   + tl.math.exp2((z - safe_max) * LOG2E))
+    return new_max, running_sum
+
+
+@triton.jit
 def cross_entropy_row(
     row, y, x_first, next_row,  # int64 rows; this row's target and first chunk, already fetched
-    x_ptr, target_ptr, loss_ptr, grad_ptr, row_weight,
+    x_ptr, target_ptr, loss_ptr, grad_ptr, log2_weight, smooth_weight,
     n_rows, n_cols, x_row_stride, grad_row_stride,  # strides in elements
     ignore_index, label_smoothing, softcap, logit_scale,
     HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr,
@@ -111,6 +130,7 @@ def cross_entropy_row(
     x_row = x_ptr + row * x_row_stride  # (1)!
     grad_row = grad_ptr + row * grad_row_stride
     lanes = tl.arange(0, BLOCK_V)
+    full_end = n_cols // BLOCK_V * BLOCK_V  # the row's whole chunks end here; a partial one may follow
 
     if y == ignore_index:  # (2)!
         y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V,
@@ -123,49 +143,44 @@ def cross_entropy_row(
                          mask=cols < n_cols)
     else:
         # Sweep 1: online log-sum-exp (a running max and a running sum of exp).
-        running_max = tl.full([BLOCK_V], -float("inf"), tl.float32)  # per lane
-        chunk_max = tl.max(running_max, axis=0)  # one for the row (PER_LANE=False)
+        if PER_LANE:
+            running_max = tl.full([BLOCK_V], -float("inf"), tl.float32)
+        else:
+            running_max = tl.full([], -float("inf"), tl.float32)
         running_sum = tl.zeros([BLOCK_V], tl.float32)
         sum_z = tl.zeros([BLOCK_V], tl.float32)  # Σ z_j, for label smoothing
         x_next = x_first
         for start in range(0, n_cols, BLOCK_V):
             cols = start + lanes
-            mask = cols < n_cols
             x = x_next
             x_next = tl.load(x_row + BLOCK_V + cols, mask=BLOCK_V + cols < n_cols, other=0.0,  # (3)!
                              eviction_policy=KEEP)
             z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
-            z = tl.where(mask, z, -float("inf"))  # (4)!
-            if HAS_SMOOTHING:
-                sum_z += tl.where(mask, z, 0.0)
-            if PER_LANE:  # each lane its own max: no reduction in the loop, two exp per value
-                new_max = tl.maximum(running_max, z)
-                safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
-                running_sum = running_sum * tl.exp(running_max - safe_max) + tl.exp(z - safe_max)  # (5)!
-                running_max = new_max
-            else:  # one max for the row: a reduction per chunk, one exp per value
-                new_max = tl.maximum(chunk_max, tl.max(z, axis=0))
-                safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
-                running_sum = running_sum * tl.exp(chunk_max - safe_max) + tl.exp(z - safe_max)
-                chunk_max = new_max
+            if start < full_end:  # (4)!
+                if HAS_SMOOTHING:
+                    sum_z += z
+            else:
+                z = tl.where(cols < n_cols, z, -float("inf"))  # (6)!
+                if HAS_SMOOTHING:
+                    sum_z += tl.where(cols < n_cols, z, 0.0)
+            running_max, running_sum = _online_lse_step(z, running_max, running_sum, PER_LANE)
         in_range = (y >= 0) & (y < n_cols)
         x_y = tl.load(x_row + tl.where(in_range, y, 0)).to(tl.float32)  # (7)!
         if WRITE_GRAD:  # sweep 2 starts at the row's last chunk: that load flies while the loss is computed
-            n_chunks = tl.cdiv(n_cols, BLOCK_V)
-            last = (n_chunks - 1) * BLOCK_V
+            last = (tl.cdiv(n_cols, BLOCK_V) - 1) * BLOCK_V
             x_last = tl.load(x_row + last + lanes, mask=last + lanes < n_cols, other=0.0, eviction_policy=STREAM)
         if PER_LANE:
             row_max = tl.max(running_max, axis=0)
-            lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))  # (6)!
+            lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))  # (8)!
         else:
-            lse = chunk_max + tl.log(tl.sum(running_sum, axis=0))
-        y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride,  # (15)!
+            lse = running_max + tl.log(tl.sum(running_sum, axis=0))
+        y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride,  # (9)!
                                                BLOCK_V, KEEP)
 
         z_y = tl.where(in_range, _transform(x_y, softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE), float("nan"))
         if HAS_SMOOTHING:
             mean_z = tl.sum(sum_z, axis=0) / n_cols
-            loss = lse - (1.0 - label_smoothing) * z_y - label_smoothing * mean_z  # (8)!
+            loss = lse - (1.0 - label_smoothing) * z_y - label_smoothing * mean_z  # (10)!
         else:
             loss = lse - z_y
         tl.store(loss_ptr + row, loss)
@@ -173,16 +188,24 @@ def cross_entropy_row(
         if WRITE_GRAD:
             # Sweep 2, backwards from the last chunk: the chunks sweep 1 read last are the likeliest in L2.
             x_next = x_last
-            for i in range(0, n_chunks):
-                cols = (n_chunks - 1 - i) * BLOCK_V + lanes
+            if full_end < n_cols:  # the partial chunk first, masked
+                cols = full_end + lanes
                 x = x_next
-                x_next = tl.load(x_row + cols - BLOCK_V, mask=cols >= BLOCK_V, other=0.0,  # (14)!
-                                 eviction_policy=STREAM)
+                x_next = tl.load(x_row + cols - BLOCK_V, mask=cols >= BLOCK_V, other=0.0, eviction_policy=STREAM)
                 z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
-                dz = _dlogits(z, lse, cols, y, n_cols, label_smoothing, softcap, logit_scale, row_weight,
-                              HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING)
+                dz = _dlogits(z, lse, log2_weight, smooth_weight, softcap, HAS_SOFTCAP, HAS_SMOOTHING)
                 tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), mask=cols < n_cols,
                          eviction_policy=STREAM)
+            for i in range(0, full_end // BLOCK_V):  # then the whole chunks, unmasked
+                cols = full_end - (i + 1) * BLOCK_V + lanes
+                x = x_next
+                x_next = tl.load(x_row + cols - BLOCK_V, mask=cols >= BLOCK_V, other=0.0,  # (11)!
+                                 eviction_policy=STREAM)
+                z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
+                dz = _dlogits(z, lse, log2_weight, smooth_weight, softcap, HAS_SOFTCAP, HAS_SMOOTHING)  # (12)!
+                tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), eviction_policy=STREAM)
+            _store_target_gradient(grad_row, y, in_range, z_y, lse, log2_weight, smooth_weight, label_smoothing,  # (13)!
+                                   softcap, HAS_SOFTCAP)
     return y_next, x_first_next
 
 
@@ -197,20 +220,38 @@ def _row_weight(n_valid_ptr, MEAN: tl.constexpr):
 
 
 @triton.jit
-def _dlogits(z, lse, cols, y, n_cols, label_smoothing, softcap, logit_scale, row_weight,
-             HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr):
-    """One chunk of the gradient: softmax minus the target distribution, through the cap and the scale."""
-    dz = tl.exp(z - lse)  # (10)!
-    if HAS_SMOOTHING:
-        dz = dz - label_smoothing / n_cols - tl.where(cols == y, 1.0 - label_smoothing, 0.0)
-    else:
-        dz = dz - tl.where(cols == y, 1.0, 0.0)
+def _gradient_weights(n_valid_ptr, n_cols, label_smoothing, logit_scale,
+                      HAS_SCALE: tl.constexpr, MEAN: tl.constexpr):
+    """The gradient's per-program constants: log2(w·s), the row weight times the logit scale, which
+    every p_j takes in its exponent, and ε/V·w·s, the smoothed target's share of every column."""
+    weight = _row_weight(n_valid_ptr, MEAN)
+    if HAS_SCALE:
+        weight = weight * logit_scale
+    return tl.log2(weight), label_smoothing / n_cols * weight
+
+
+@triton.jit
+def _dlogits(z, lse, log2_weight, minus, softcap, HAS_SOFTCAP: tl.constexpr, SUBTRACT: tl.constexpr):
+    """The gradient at transformed logits z, times w·s: (p - minus) through the cap's chain rule, with
+    p = e^(z - lse). ``minus`` is ε/V·w·s at every column, (ε/V + 1 - ε)·w·s at the target's."""
+    dz = tl.math.exp2((z - lse) * LOG2E + log2_weight)  # (14)!
+    if SUBTRACT:
+        dz = dz - minus
     if HAS_SOFTCAP:
         capped = z / softcap
-        dz = dz * (1.0 - capped * capped)  # (11)!
-    if HAS_SCALE:
-        dz = dz * logit_scale  # (12)!
-    return dz * row_weight
+        dz = dz * (1.0 - capped * capped)  # (15)!
+    return dz
+
+
+@triton.jit
+def _store_target_gradient(grad_row, y, in_range, z_y, lse, log2_weight, smooth_weight, label_smoothing, softcap,
+                           HAS_SOFTCAP: tl.constexpr):
+    """Overwrite the target's column with its full gradient, one-hot included. The barrier orders every
+    thread's store of the row (the column's first value among them) before this one."""
+    tl.debug_barrier()
+    target_weight = smooth_weight + (1.0 - label_smoothing) * tl.math.exp2(log2_weight)
+    dz_y = _dlogits(z_y, lse, log2_weight, target_weight, softcap, HAS_SOFTCAP, True)
+    tl.store(grad_row + tl.where(in_range, y, 0), dz_y.to(grad_row.dtype.element_ty), mask=in_range)
 
 
 @triton.jit
@@ -224,13 +265,15 @@ def cross_entropy_kernel(
     KEEP: tl.constexpr, STREAM: tl.constexpr,
     PERSISTENT: tl.constexpr,  # a fixed grid of programs looping over rows
 ):
-    first = tl.program_id(0).to(tl.int64)  # (13)!
-    row_weight = _row_weight(n_valid_ptr, MEAN)  # (9)!
+    first = tl.program_id(0).to(tl.int64)  # (16)!
+    log2_weight, smooth_weight = _gradient_weights(n_valid_ptr, n_cols, label_smoothing, logit_scale,  # (17)!
+                                                   HAS_SCALE, MEAN)
     y, x_first = fetch_row_start(first, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V, KEEP)
     step = tl.num_programs(0) if PERSISTENT else n_rows  # one program per row: nothing to fetch ahead
     for row in range(first, n_rows, step):
         y, x_first = cross_entropy_row(
-            row, y, x_first, tl.minimum(row + step, n_rows), x_ptr, target_ptr, loss_ptr, grad_ptr, row_weight,
+            row, y, x_first, tl.minimum(row + step, n_rows), x_ptr, target_ptr, loss_ptr, grad_ptr,
+            log2_weight, smooth_weight,
             n_rows, n_cols, x_row_stride, grad_row_stride, ignore_index, label_smoothing, softcap, logit_scale,
             HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING, WRITE_GRAD, BLOCK_V, PER_LANE, KEEP, STREAM,
         )
@@ -252,7 +295,7 @@ def cross_entropy_split_kernel(
     cols = chunk * BLOCK_V + tl.arange(0, BLOCK_V)
     mask = cols < n_cols
     slots = tl.arange(0, CHUNKS_P2)
-    row_weight = _row_weight(n_valid_ptr, MEAN)
+    log2_weight, smooth_weight = _gradient_weights(n_valid_ptr, n_cols, label_smoothing, logit_scale, HAS_SCALE, MEAN)
     first_row = (tl.program_id(0) // n_chunks).to(tl.int64)
     step = tl.num_programs(0) // n_chunks
     if PREFETCH:
@@ -298,6 +341,8 @@ def cross_entropy_split_kernel(
                 row_max = tl.max(maxes, axis=0)
                 safe_row_max = tl.where(row_max == -float("inf"), 0.0, row_max)
                 lse = safe_row_max + tl.log(tl.sum(sums * tl.exp(maxes - safe_row_max), axis=0))  # (6)!
+                dz = _dlogits(z, lse, log2_weight, smooth_weight, softcap, HAS_SOFTCAP, HAS_SMOOTHING)
+                tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), mask=mask, eviction_policy=STORE_HINT)
                 if chunk == owner:  # z_y from registers: with grad_in_logits, other chunks may be gradients already
                     z_y = tl.where(in_range, tl.sum(tl.where(cols == y, z, 0.0), axis=0), float("nan"))
                     if HAS_SMOOTHING:
@@ -307,9 +352,8 @@ def cross_entropy_split_kernel(
                     else:
                         loss = lse - z_y
                     tl.store(loss_ptr + row, loss)
-                dz = _dlogits(z, lse, cols, y, n_cols, label_smoothing, softcap, logit_scale, row_weight,
-                              HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING)
-                tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), mask=mask, eviction_policy=STORE_HINT)
+                    _store_target_gradient(grad_row, y, in_range, z_y, lse, log2_weight, smooth_weight,
+                                           label_smoothing, softcap, HAS_SOFTCAP)
 # --8<-- [end:split_kernel]
 
 
@@ -366,11 +410,6 @@ PREFETCH = True
 COOPERATIVE = True
 """Launch the waiting split-row grid as a cooperative grid: CUDA then refuses, rather than
 hangs on, a grid that cannot be resident all at once."""
-TAIL_SPLIT_MIN_COLS = 65536
-"""Rows at least this wide: the persistent kernel's last, partial round of rows goes to the
-split-row kernel instead. One 32-warp program fits on an SM at a time, so 8192 rows on an H100's
-132 SMs run in 62 full rounds and a 63rd of 8 rows; split, those 8 rows give every SM a chunk
-rather than 8 SMs a whole row each while the rest idle."""
 
 
 def launch_config(n_cols: int, write_grad: bool = True) -> dict[str, int]:
@@ -497,26 +536,20 @@ def _forward(
     if write_grad and SPLIT_ROWS and config is None:
         _launch_split(logits, target, loss_rows, grad, n_valid, options, flags)
         return loss_rows
-    tail_to_split = write_grad and config is None and n_cols >= TAIL_SPLIT_MIN_COLS and n_rows >= sm_count()
     config = dict(config or launch_config(n_cols, write_grad))
     programs_per_sm = config.pop("PROGRAMS_PER_SM", 0)
-    whole_rounds = n_rows // sm_count() * sm_count() if tail_to_split and programs_per_sm > 0 else n_rows
-    cross_entropy_kernel[_grid(whole_rounds, programs_per_sm)](  # (3)!
+    cross_entropy_kernel[_grid(n_rows, programs_per_sm)](  # (3)!
         logits, target, loss_rows, grad if write_grad else loss_rows, n_valid,
-        whole_rounds, n_cols, logits.stride(0), grad.stride(0) if write_grad else 0, *options,
+        n_rows, n_cols, logits.stride(0), grad.stride(0) if write_grad else 0, *options,
         WRITE_GRAD=write_grad, PERSISTENT=programs_per_sm > 0, **flags, **config,
     )
-    if whole_rounds < n_rows:  # fewer rows than SMs left over: split them across all the SMs
-        tail = slice(whole_rounds, n_rows)
-        _launch_split(logits[tail], target[tail], loss_rows[tail], grad[tail], n_valid, options, flags, wait=False)
     return loss_rows
 
 
-def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags, wait: bool = True) -> None:
+def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags) -> None:
     """The split-row kernel: one launch whose programs wait for each other on a GPU;
     two launches (partials, then gradients) under the interpreter, which runs programs
-    one after another, so that a program waiting for a later one would wait forever,
-    and where ``wait=False`` asks for them."""
+    one after another, so that a program waiting for a later one would wait forever."""
     n_rows, n_cols = logits.shape
     meta = split_config(n_cols)
     programs_per_sm = meta.pop("PROGRAMS_PER_SM")
@@ -526,7 +559,7 @@ def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags, wait
     args = (logits, target, loss_rows, grad, n_valid, partials, arrived,
             n_rows, n_cols, n_chunks, logits.stride(0), grad.stride(0), *options)
     meta.update(flags)
-    grid = 0 if INTERPRETED or not wait else _split_grid(args, meta, n_rows, n_chunks, programs_per_sm)
+    grid = 0 if INTERPRETED else _split_grid(args, meta, n_rows, n_chunks, programs_per_sm)
     if grid:
         cross_entropy_split_kernel[(grid,)](*args, PHASE=0, launch_cooperative_grid=COOPERATIVE, **meta)
         return
