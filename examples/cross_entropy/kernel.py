@@ -11,7 +11,8 @@ One program streams one row in chunks of ``BLOCK_V`` values, each chunk's
 load issued before the arithmetic on the previous one: a first sweep keeps an
 online max and sum of exponentials (the row may be 262,144 wide), a second
 sweep walks back over the row and writes the gradient ``softmax − one-hot``
-through the chain rule of the transforms. The gradient is therefore ready when the forward returns;
+through the chain rule of the transforms (the softmax part value by value,
+the one-hot once per row). The gradient is therefore ready when the forward returns;
 ``backward`` only multiplies by ``grad_output`` and skips even that when
 ``grad_output`` is 1 (the ``loss.backward()`` case), deciding on the device.
 
@@ -102,21 +103,6 @@ def fetch_row_start(row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_
 
 
 @triton.jit
-def _online_lse_step(z, running_max, running_sum, PER_LANE: tl.constexpr):
-    """Fold one chunk of transformed logits into the running log-sum-exp (sweep 1's recurrence).
-    ``running_max`` is one value per lane (``PER_LANE``: no reduction in the loop, but two exp per
-    value) or one for the row (a reduction per chunk, one exp per value)."""
-    if PER_LANE:
-        new_max = tl.maximum(running_max, z)
-    else:
-        new_max = tl.maximum(running_max, tl.max(z, axis=0))
-    safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
-    running_sum = (running_sum * tl.math.exp2((running_max - safe_max) * LOG2E)  # (5)!
-                   + tl.math.exp2((z - safe_max) * LOG2E))
-    return new_max, running_sum
-
-
-@triton.jit
 def cross_entropy_row(
     row, y, x_first, next_row,  # int64 rows; this row's target and first chunk, already fetched
     x_ptr, target_ptr, loss_ptr, grad_ptr, log2_weight, smooth_weight,
@@ -160,27 +146,27 @@ def cross_entropy_row(
                 if HAS_SMOOTHING:
                     sum_z += z
             else:
-                z = tl.where(cols < n_cols, z, -float("inf"))  # (6)!
+                z = tl.where(cols < n_cols, z, -float("inf"))  # (5)!
                 if HAS_SMOOTHING:
                     sum_z += tl.where(cols < n_cols, z, 0.0)
             running_max, running_sum = _online_lse_step(z, running_max, running_sum, PER_LANE)
         in_range = (y >= 0) & (y < n_cols)
-        x_y = tl.load(x_row + tl.where(in_range, y, 0)).to(tl.float32)  # (7)!
+        x_y = tl.load(x_row + tl.where(in_range, y, 0)).to(tl.float32)  # (6)!
         if WRITE_GRAD:  # sweep 2 starts at the row's last chunk: that load flies while the loss is computed
             last = (tl.cdiv(n_cols, BLOCK_V) - 1) * BLOCK_V
             x_last = tl.load(x_row + last + lanes, mask=last + lanes < n_cols, other=0.0, eviction_policy=STREAM)
         if PER_LANE:
             row_max = tl.max(running_max, axis=0)
-            lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))  # (8)!
+            lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))  # (7)!
         else:
             lse = running_max + tl.log(tl.sum(running_sum, axis=0))
-        y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride,  # (9)!
+        y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride,  # (8)!
                                                BLOCK_V, KEEP)
 
         z_y = tl.where(in_range, _transform(x_y, softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE), float("nan"))
         if HAS_SMOOTHING:
             mean_z = tl.sum(sum_z, axis=0) / n_cols
-            loss = lse - (1.0 - label_smoothing) * z_y - label_smoothing * mean_z  # (10)!
+            loss = lse - (1.0 - label_smoothing) * z_y - label_smoothing * mean_z  # (9)!
         else:
             loss = lse - z_y
         tl.store(loss_ptr + row, loss)
@@ -199,14 +185,29 @@ def cross_entropy_row(
             for i in range(0, full_end // BLOCK_V):  # then the whole chunks, unmasked
                 cols = full_end - (i + 1) * BLOCK_V + lanes
                 x = x_next
-                x_next = tl.load(x_row + cols - BLOCK_V, mask=cols >= BLOCK_V, other=0.0,  # (11)!
+                x_next = tl.load(x_row + cols - BLOCK_V, mask=cols >= BLOCK_V, other=0.0,  # (10)!
                                  eviction_policy=STREAM)
                 z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
-                dz = _dlogits(z, lse, log2_weight, smooth_weight, softcap, HAS_SOFTCAP, HAS_SMOOTHING)  # (12)!
+                dz = _dlogits(z, lse, log2_weight, smooth_weight, softcap, HAS_SOFTCAP, HAS_SMOOTHING)  # (11)!
                 tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), eviction_policy=STREAM)
-            _store_target_gradient(grad_row, y, in_range, z_y, lse, log2_weight, smooth_weight, label_smoothing,  # (13)!
-                                   softcap, HAS_SOFTCAP)
+            _store_target_gradient(grad_row, y, in_range, z_y, lse, log2_weight,  # (12)!
+                                   smooth_weight, label_smoothing, softcap, HAS_SOFTCAP)
     return y_next, x_first_next
+
+
+@triton.jit
+def _online_lse_step(z, running_max, running_sum, PER_LANE: tl.constexpr):
+    """Fold one chunk of transformed logits into the running log-sum-exp (sweep 1's recurrence).
+    ``running_max`` is one value per lane (``PER_LANE``: no reduction in the loop, but two exp per
+    value) or one for the row (a reduction per chunk, one exp per value)."""
+    if PER_LANE:
+        new_max = tl.maximum(running_max, z)
+    else:
+        new_max = tl.maximum(running_max, tl.max(z, axis=0))
+    safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
+    running_sum = (running_sum * tl.math.exp2((running_max - safe_max) * LOG2E)  # (13)!
+                   + tl.math.exp2((z - safe_max) * LOG2E))
+    return new_max, running_sum
 
 
 @triton.jit
