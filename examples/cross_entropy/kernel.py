@@ -71,8 +71,7 @@ def reference(
 
 # --8<-- [start:helpers]
 LOG2E = tl.constexpr(1.4426950408889634)
-LN2 = tl.constexpr(0.6931471805599453)
-"""e^u is computed as 2^(u·LOG2E) (LOG2E = 1 / ln 2), the hardware's exp2 instruction."""
+"""1 / ln 2: e^u is computed as 2^(u·LOG2E), the hardware's exp2 instruction."""
 
 
 @triton.jit
@@ -158,9 +157,9 @@ def cross_entropy_row(
             x_last = tl.load(x_row + last + lanes, mask=last + lanes < n_cols, other=0.0, eviction_policy=STREAM)
         if PER_LANE:
             row_max = tl.max(running_max, axis=0)
-            lse = LN2 * (row_max + tl.log2(tl.sum(running_sum * tl.math.exp2(running_max - row_max), axis=0)))  # (7)!
+            lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))  # (7)!
         else:
-            lse = LN2 * (running_max + tl.log2(tl.sum(running_sum, axis=0)))
+            lse = running_max + tl.log(tl.sum(running_sum, axis=0))
         y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride,  # (8)!
                                                BLOCK_V, KEEP)
 
@@ -198,16 +197,16 @@ def cross_entropy_row(
 
 @triton.jit
 def _online_lse_step(z, running_max, running_sum, PER_LANE: tl.constexpr):
-    """Fold one chunk of transformed logits into the running log-sum-exp (sweep 1's recurrence), in
-    log2 units: ``running_max`` is the largest z·log2(e) so far, one per lane (``PER_LANE``: no
-    reduction in the loop, but two exp per value) or one for the row (a reduction per chunk, one exp
-    per value)."""
+    """Fold one chunk of transformed logits into the running log-sum-exp (sweep 1's recurrence).
+    ``running_max`` is one value per lane (``PER_LANE``: no reduction in the loop, but two exp per
+    value) or one for the row (a reduction per chunk, one exp per value)."""
     if PER_LANE:
-        new_max = tl.maximum(running_max, z * LOG2E)
+        new_max = tl.maximum(running_max, z)
     else:
-        new_max = tl.maximum(running_max, tl.max(z, axis=0) * LOG2E)
+        new_max = tl.maximum(running_max, tl.max(z, axis=0))
     safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
-    running_sum = running_sum * tl.math.exp2(running_max - safe_max) + tl.math.exp2(z * LOG2E - safe_max)  # (13)!
+    running_sum = (running_sum * tl.math.exp2((running_max - safe_max) * LOG2E)  # (13)!
+                   + tl.math.exp2((z - safe_max) * LOG2E))
     return new_max, running_sum
 
 
