@@ -386,8 +386,8 @@ def sequence_bucket(s_q: int, s_k: int) -> str:
 
 
 FWD_TABLE = {  # (1)!
-    (128, True): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(128, 128, 8, 3, ws=True), "long": _fwd(128, 128, 8, 3)},
-    (128, False): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(128, 128, 8, 3), "long": _fwd(128, 128, 8, 3, ws=True)},
+    (128, True): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(64, 64, 4, 3), "long": _fwd(128, 128, 8, 3)},
+    (128, False): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(64, 64, 4, 3), "long": _fwd(64, 64, 4, 3)},
     (64, True): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(64, 64, 4, 3), "long": _fwd(64, 64, 4, 3)},
     (64, False): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(128, 64, 8, 3, ws=True),
                   "long": _fwd(128, 64, 8, 3, ws=True)},
