@@ -213,6 +213,11 @@ def test_no_grad_path_and_strided_logits():
     loss_ref, grad_ref = expected(transposed, target)
     assert_close(loss, loss_ref, dtype=torch.float32)
     assert_close(grad, grad_ref, dtype=torch.float32)
+    every_other = torch.randint(0, 600, (10,), device=DEVICE)[::2]  # a strided target: copied, not misread
+    loss, grad = ours(transposed, every_other)
+    loss_ref, grad_ref = expected(transposed, every_other)
+    assert_close(loss, loss_ref, dtype=torch.float32)
+    assert_close(grad, grad_ref, dtype=torch.float32)
 
 
 def test_batch_sequence_vocabulary_layout():

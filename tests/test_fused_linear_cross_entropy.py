@@ -84,6 +84,14 @@ def test_no_grad_and_all_ignored():
     assert math.isnan(fused_linear_cross_entropy(hidden, weight, target, chunk=64).item())
 
 
+def test_strided_target():
+    hidden, weight, target = make_case(n_rows=200)
+    every_other = torch.stack([target, target.flip(0)], dim=1)[:, 1]  # stride 2
+    with torch.no_grad():
+        assert_close(fused_linear_cross_entropy(hidden, weight, every_other, chunk=64),
+                     reference(hidden, weight, every_other))
+
+
 def test_rejects_bad_input():
     hidden, weight, target = make_case(n_rows=8, n_cols=16)
     with pytest.raises(ValueError, match='"none"'):

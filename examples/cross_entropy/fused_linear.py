@@ -139,7 +139,7 @@ def fused_linear_cross_entropy(
         raise ValueError(f"empty vocabulary or hidden size: weight {tuple(weight.shape)}")
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
-    hidden, weight = hidden.contiguous(), weight.contiguous()
+    hidden, weight, target = hidden.contiguous(), weight.contiguous(), target.contiguous()  # indexed densely
     options = (ignore_index, reduction, float(label_smoothing), softcap, logit_scale)
     if hidden.shape[0] == 0:
         loss = reduce_losses(hidden.new_zeros(0, dtype=torch.float32), count_valid(target, ignore_index), reduction)

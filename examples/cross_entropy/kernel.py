@@ -71,7 +71,8 @@ def reference(
 
 # --8<-- [start:helpers]
 LOG2E = tl.constexpr(1.4426950408889634)
-"""1 / ln 2: e^u is computed as 2^(u·LOG2E), the hardware's exp2 instruction."""
+LN2 = tl.constexpr(0.6931471805599453)
+"""e^u is computed as 2^(u·LOG2E) (LOG2E = 1 / ln 2), the hardware's exp2 instruction."""
 
 
 @triton.jit
@@ -133,6 +134,7 @@ def cross_entropy_row(
             running_max = tl.full([BLOCK_V], -float("inf"), tl.float32)
         else:
             running_max = tl.full([], -float("inf"), tl.float32)
+        running_max2 = running_max * LOG2E
         running_sum = tl.zeros([BLOCK_V], tl.float32)
         sum_z = tl.zeros([BLOCK_V], tl.float32)  # Σ z_j, for label smoothing
         x_next = x_first
@@ -149,17 +151,14 @@ def cross_entropy_row(
                 z = tl.where(cols < n_cols, z, -float("inf"))  # (5)!
                 if HAS_SMOOTHING:
                     sum_z += tl.where(cols < n_cols, z, 0.0)
-            running_max, running_sum = _online_lse_step(z, running_max, running_sum, PER_LANE)
+            running_max, running_max2, running_sum = _online_lse_step(z, running_max, running_max2, running_sum,
+                                                                     PER_LANE)
         in_range = (y >= 0) & (y < n_cols)
         x_y = tl.load(x_row + tl.where(in_range, y, 0)).to(tl.float32)  # (6)!
         if WRITE_GRAD:  # sweep 2 starts at the row's last chunk: that load flies while the loss is computed
             last = (tl.cdiv(n_cols, BLOCK_V) - 1) * BLOCK_V
             x_last = tl.load(x_row + last + lanes, mask=last + lanes < n_cols, other=0.0, eviction_policy=STREAM)
-        if PER_LANE:
-            row_max = tl.max(running_max, axis=0)
-            lse = row_max + tl.log(tl.sum(running_sum * tl.exp(running_max - row_max), axis=0))  # (7)!
-        else:
-            lse = running_max + tl.log(tl.sum(running_sum, axis=0))
+        lse = _log_sum_exp(running_max, running_max2, running_sum, PER_LANE)  # (7)!
         y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride,  # (8)!
                                                BLOCK_V, KEEP)
 
@@ -196,18 +195,38 @@ def cross_entropy_row(
 
 
 @triton.jit
-def _online_lse_step(z, running_max, running_sum, PER_LANE: tl.constexpr):
+def _online_lse_step(z, running_max, running_max2, running_sum, PER_LANE: tl.constexpr):
     """Fold one chunk of transformed logits into the running log-sum-exp (sweep 1's recurrence).
+
     ``running_max`` is one value per lane (``PER_LANE``: no reduction in the loop, but two exp per
-    value) or one for the row (a reduction per chunk, one exp per value)."""
+    value) or one for the row (a reduction per chunk, one exp per value). The sum is kept as
+    Σ 2^(z·log2e − m2), with m2 = ``running_max2``, the max times log2(e) rounded to fp32: each term
+    is then one fused multiply-add and one exp2, and :func:`_log_sum_exp` adds the rounding back."""
     if PER_LANE:
         new_max = tl.maximum(running_max, z)
     else:
         new_max = tl.maximum(running_max, tl.max(z, axis=0))
-    safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
-    running_sum = (running_sum * tl.math.exp2((running_max - safe_max) * LOG2E)  # (13)!
-                   + tl.math.exp2((z - safe_max) * LOG2E))
-    return new_max, running_sum
+    new_max2 = new_max * LOG2E  # rounded once, and used as rounded by every term and rescale
+    safe_max2 = tl.where(new_max2 == -float("inf"), 0.0, new_max2)
+    running_sum = (running_sum * tl.math.exp2(running_max2 - safe_max2)  # (13)!
+                   + tl.math.exp2(tl.fma(z, LOG2E, -safe_max2)))
+    return new_max, new_max2, running_sum
+
+
+@triton.jit
+def _log_sum_exp(running_max, running_max2, running_sum, PER_LANE: tl.constexpr):
+    """lse from sweep 1's state: m + ln 2 · (log2 s − (m·log2e − m2)), where the residual m·log2e − m2
+    (exact, from a fused multiply-add) is what rounding m2 took away from every term."""
+    if PER_LANE:  # rescale each lane's sum to the row's maximum
+        row_max = tl.max(running_max, axis=0)
+        row_max2 = tl.max(running_max2, axis=0)  # rounding is monotonic: the max of the rounded values
+        total = tl.sum(running_sum * tl.math.exp2(running_max2 - row_max2), axis=0)
+    else:
+        row_max = running_max
+        row_max2 = running_max2
+        total = tl.sum(running_sum, axis=0)
+    residual = tl.where(row_max == -float("inf"), 0.0, tl.fma(row_max, LOG2E, -row_max2))
+    return row_max + LN2 * (tl.log2(total) - residual)
 
 
 @triton.jit
@@ -569,9 +588,25 @@ def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags) -> N
     cross_entropy_split_kernel[(grid,)](*args, PHASE=2, **meta)
 
 
+COUNT_BLOCK = 2048
+
+
+@triton.jit
+def count_valid_kernel(target_ptr, n_rows, ignore_index, count_ptr, BLOCK: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    y = tl.load(target_ptr + rows, mask=rows < n_rows, other=ignore_index)
+    tl.atomic_add(count_ptr, tl.sum((y != ignore_index).to(tl.int32), axis=0))  # integers: any order, same sum
+
+
 def count_valid(target: torch.Tensor, ignore_index: int) -> torch.Tensor:
-    """N, the tokens that count for the mean: a device tensor, so no ``.item()`` stalls the host."""
-    return (target != ignore_index).sum()  # (2)!
+    """N, the tokens that count for the mean, of a contiguous ``target``: an int32 device tensor, so no
+    ``.item()`` stalls the host. One small kernel after a memset, where PyTorch's
+    ``(target != ignore_index).sum()`` launches three (compare, widen, sum)."""
+    count = torch.zeros((), dtype=torch.int32, device=target.device)
+    if target.numel():
+        count_valid_kernel[(triton.cdiv(target.numel(), COUNT_BLOCK),)](  # (2)!
+            target, target.numel(), ignore_index, count, BLOCK=COUNT_BLOCK, num_warps=4)
+    return count
 
 
 def reduce_losses(loss_rows: torch.Tensor, n_valid: torch.Tensor, reduction: str) -> torch.Tensor:
@@ -649,7 +684,7 @@ def cross_entropy(
         raise ValueError("grad_in_logits=True needs contiguous logits (or 2-D with unit column stride): "
                          "they are overwritten in place")
     out_shape = target.shape
-    logits, target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1)  # (B, S, V) -> (B·S, V)
+    logits, target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1).contiguous()  # (B, S, V) -> (B·S, V)
     if logits.stride(1) != 1:
         logits = logits.contiguous()
     if logits.shape[0] == 0:
@@ -691,7 +726,7 @@ class _CrossEntropyGradInBackward(torch.autograd.Function):
 
 def cross_entropy_grad_in_backward(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     check_inputs(logits, target)
-    return _CrossEntropyGradInBackward.apply(logits.contiguous(), target)
+    return _CrossEntropyGradInBackward.apply(logits.contiguous(), target.contiguous())
 
 
 if __name__ == "__main__":
