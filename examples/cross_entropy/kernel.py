@@ -591,6 +591,7 @@ def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags) -> N
 COUNT_BLOCK = 2048
 
 
+# One block of targets per program; each adds its count of non-ignored rows to the zeroed counter.
 @triton.jit
 def count_valid_kernel(target_ptr, n_rows, ignore_index, count_ptr, BLOCK: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
