@@ -88,6 +88,24 @@ def test_non_contiguous_activations():
     check(quantized_matmul(x, packed, path="dot"), x, packed)
 
 
+@pytest.mark.parametrize("group", [64, None])
+def test_fp16_pairs_every_code_at_every_position_and_zero_point(group):
+    """int4 + fp16 at decode sizes builds operands two halves at a time (half_pairs.py): codes at even
+    positions of a word are read as 1024 + q, odd ones as 1024 + 16q. Every code 0..15 sits at every one
+    of the 8 positions of some word, against every zero point 0..15, so a wrong mask, shift, fix-up or
+    K permutation for any position shows."""
+    N, K = 16, 256
+    codes = (torch.arange(N)[:, None] + torch.arange(K)[None, :] // 8 * 3 + torch.arange(K)[None, :] % 8) % 16
+    groups = K // (group or K)
+    zeros = (torch.arange(N)[None, :] + 5 * torch.arange(groups)[:, None]) % 16
+    scales = torch.rand(groups, N, dtype=torch.float16) + 0.5
+    packed = QuantizedWeight(pack(codes, 4).to(DEVICE), scales.to(DEVICE), zeros.half().to(DEVICE), 4,
+                             group or K, (N, K))
+    x = random_tensor((16, K), torch.float16)
+    assert qm.uses_pairs(qm.mm_config(16, N, K, packed), x.dtype, packed)
+    check(quantized_matmul(x, packed, path="dot"), x, packed)
+
+
 def _doctored(packed, *, scales=None, zeros=None):
     return QuantizedWeight(packed.data, packed.scales if scales is None else scales.contiguous(),
                            packed.zeros if zeros is None else zeros.contiguous(), packed.bits,

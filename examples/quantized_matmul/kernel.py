@@ -46,6 +46,7 @@ from academy import DEVICE, INTERPRETED
 from academy.grid import sm_count
 from academy.validation import check_tensor
 from examples.matmul.kernel import matmul
+from examples.quantized_matmul.half_pairs import pairs_step
 from examples.tiled_matmul.kernel import grouped_tile
 
 BITS = (4, 8)
@@ -276,7 +277,7 @@ def qmm_kernel(
     stride_xm, stride_dk, stride_sg, stride_os, stride_om,
     BITS: tl.constexpr, GROUP: tl.constexpr, PER_CHANNEL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
-    SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, UPCAST: tl.constexpr,
+    SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, UPCAST: tl.constexpr, PAIRS: tl.constexpr,
 ):
     EPS: tl.constexpr = 32 // BITS
     WORDS: tl.constexpr = BLOCK_K // EPS
@@ -302,15 +303,18 @@ def qmm_kernel(
         meta = tl.cast(k_start // GROUP, tl.int64) * stride_sg + safe_cols  # (K/g)·N may pass 2**31
         s = tl.load(s_ptr + meta).to(tl.float32)
         z = tl.load(z_ptr + meta).to(tl.float32)
-        w = dequantize_tile(packed, s, z, BITS, not PER_CHANNEL)  # (2)!
-        w = tl.reshape(w, (BLOCK_K, BLOCK_N))  # (3)!
-        if UPCAST:  # the interpreter's bf16 arithmetic is wrong: compute in fp32 there
-            acc = tl.dot(x.to(tl.float32), w, acc, input_precision="ieee")
+        if PAIRS:  # int4 and fp16: half_pairs.py
+            acc = pairs_step(acc, x, packed, s, z, WORDS, UPCAST)
         else:
-            acc = tl.dot(x, w.to(x_ptr.dtype.element_ty), acc)  # (4)!
+            w = dequantize_tile(packed, s, z, BITS, not PER_CHANNEL)  # (2)!
+            w = tl.reshape(w, (BLOCK_K, BLOCK_N))  # (3)!
+            if UPCAST:  # the interpreter's bf16 arithmetic is wrong: compute in fp32 there
+                acc = tl.dot(x.to(tl.float32), w, acc, input_precision="ieee")
+            else:
+                acc = tl.dot(x, w.to(x_ptr.dtype.element_ty), acc)  # (4)!
         d_ptrs += WORDS * stride_dk
         x_ptrs += BLOCK_K
-    if PER_CHANNEL:
+    if PER_CHANNEL and not PAIRS:
         acc *= tl.load(s_ptr + safe_cols).to(tl.float32)[None, :]  # (5)!
     out_ptrs = out_ptr + split.to(tl.int64) * stride_os + rows.to(tl.int64)[:, None] * stride_om + cols[None, :]
     mask = (rows < M)[:, None] & (cols < N)[None, :]
@@ -372,12 +376,16 @@ MAX_GEMV_ROWS = 65535
 """The GEMV runs one program per activation row on grid axis z, which CUDA caps at 65535."""
 DECODE_MM_MAX_M = 16
 DECODE_MM_CONFIGS = {  # M <= DECODE_MM_MAX_M, by bit width (the H100 sweep's best at M = 16)
-    4: dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3),
+    4: dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3, PAIRS=True,
+            maxnreg=128),
     8: dict(BLOCK_M=16, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3),
 }
 """Sixteen rows or fewer: one row tile, so the K slices are the parallelism (eight of them). int8 takes
 twice the columns per program at half the K step: the same 16 word rows and 16,384 weights per step as
-int4, so twice int4's words."""
+int4, so twice int4's words. int4 with fp16 activations builds its operands in pairs (``PAIRS``,
+half_pairs.py), and there the register cap matters: the compiler's own choice for that loop, a few
+registers over 128, fits three 128-thread programs on an SM (65,536 registers); at 128 four fit, and
+the extra program's loads in flight are what a kernel this short of memory parallelism needs."""
 MM_CONFIGS = {  # by M above DECODE_MM_MAX_M: the first row whose bound is >= M
     64: dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=4, num_stages=4),
     256: dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=8, num_stages=4),
@@ -438,8 +446,8 @@ def mm_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict |
         cfg = dict(DECODE_MM_CONFIGS[packed.bits])
     else:
         cfg = dict(next(c for bound, c in MM_CONFIGS.items() if M <= bound))
-    if INTERPRETED:
-        cfg.update(BLOCK_M=16, BLOCK_N=16, BLOCK_K=32, num_stages=1)
+    if INTERPRETED:  # K steps of 64 where the pairs run: their four dots are 16 deep
+        cfg.update(BLOCK_M=16, BLOCK_N=16, BLOCK_K=64 if cfg.get("PAIRS") else 32, num_stages=1)
     cfg.update(overrides or {})
     cfg = _fit_block_k(cfg, packed)
     return _pick_split(cfg, triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]), K)
@@ -471,6 +479,13 @@ def _check_inputs(x, packed, path) -> None:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     if max(x.shape[0], N, K) > MAX_COORD // 2:
         raise ValueError(f"a dimension exceeds 2**30 ({tuple(x.shape)} @ {packed.shape}): indices are int32")
+
+
+def uses_pairs(cfg: dict, dtype: torch.dtype, packed: QuantizedWeight) -> bool:
+    """Whether the tensor-core kernel builds int4 operands two fp16 halves at a time (half_pairs.py): where the
+    config asks, for int4 codes and fp16 activations, and K steps of 64 or more (each of the four dots is
+    a quarter of the step, and a dot is at least 16 deep)."""
+    return bool(cfg.get("PAIRS")) and packed.bits == 4 and dtype == torch.float16 and cfg["BLOCK_K"] >= 64
 
 
 def choose_path(M: int) -> str:
@@ -542,14 +557,15 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
     target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)  # (2)!
     common = dict(BITS=packed.bits, GROUP=packed.group_size, BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"],
                   SPLIT_K=split, EVEN_K=K % cfg["BLOCK_K"] == 0 and k_per_split % cfg["BLOCK_K"] == 0,
-                  num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+                  num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], maxnreg=cfg.get("maxnreg"))
     args = (x, packed.data, packed.scales, packed.zeros, target, M, N, K, k_per_split,
             x.stride(0), N, N, M * N, N)
     if path == "gemv":
         qgemv_kernel[(grid_mn[0], split, M)](*args, EVEN_N=N % cfg["BLOCK_N"] == 0, **common)
     else:
         qmm_kernel[(grid_mn[0], split)](*args, PER_CHANNEL=packed.per_channel, BLOCK_M=cfg["BLOCK_M"],
-                                         GROUP_SIZE_M=cfg["GROUP_SIZE_M"], UPCAST=INTERPRETED, **common)
+                                         GROUP_SIZE_M=cfg["GROUP_SIZE_M"], UPCAST=INTERPRETED,
+                                         PAIRS=uses_pairs(cfg, x.dtype, packed), **common)
     if split > 1:
         block = 1024
         split_k_sum_kernel[(triton.cdiv(M * N, block),)](target, out, M * N, SPLIT_K=split, BLOCK=block)  # (3)!
