@@ -106,6 +106,21 @@ def test_fp16_pairs_every_code_at_every_position_and_zero_point(group):
     check(quantized_matmul(x, packed, path="dot"), x, packed)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("weight_dtype", ["activations'", "float32"])
+@pytest.mark.parametrize("bits, group, K", [(4, 32, 320), (8, 32, 320), (4, 128, 256), (8, 16, 64), (4, None, 200),
+                                            (8, None, 200)])
+def test_swap_ab_batches(bits, group, K, weight_dtype, dtype):
+    """Above 16 rows the tensor-core path is swap_ab.py: packed half arithmetic where the scales are stored in
+    the activations' dtype, fp32 per half otherwise (and for int8 with bf16); ragged K (200 per channel) masks
+    the last step; 17 and 70 rows are partial row tiles and N = 40 a partial weight tile."""
+    w = random_tensor((40, K), dtype if weight_dtype == "activations'" else torch.float32)
+    packed = quantize(w, bits, group)
+    for M in (17, 70):
+        x = random_tensor((M, K), dtype)
+        check(quantized_matmul(x, packed, path="dot"), x, packed)
+
+
 def _doctored(packed, *, scales=None, zeros=None):
     return QuantizedWeight(packed.data, packed.scales if scales is None else scales.contiguous(),
                            packed.zeros if zeros is None else zeros.contiguous(), packed.bits,

@@ -13,9 +13,13 @@ shape (M, K) by the dequantised weight. Three paths, one launcher:
 * :func:`qgemv_kernel`: CUDA cores, one activation row per program, each
   thread owning output columns and walking K, for M = 1 (decode), where the
   packed weight read is the whole cost.
-* :func:`qmm_kernel`: tensor cores (``tl.dot``) on ``x`` tiles and
-  dequantised weight tiles, for small M. Split-K (fp32 partials and a second,
-  deterministic reduction pass) when the output has too few tiles to fill the GPU.
+* Tensor cores (``tl.dot``) on ``x`` tiles and weight tiles dequantised in
+  registers, for M below ``SLAB_MIN_M``: :func:`qmm_kernel` up to
+  ``DECODE_MM_MAX_M`` rows, one 16-row tile with the K loop split across
+  programs (fp32 partials and a second, deterministic reduction pass), and
+  :func:`examples.quantized_matmul.swap_ab.qmm_swap_ab_kernel` above, which
+  computes the transposed product so that the weight tile is the tensor
+  cores' register operand.
 * Slabs, for prefill batches (M ≥ ``SLAB_MIN_M``), where the product is
   compute-bound and dequantising inside the tensor-core loop stalls it:
   :func:`dequantize_columns_kernel` writes a slab of the weight in fp16 and
@@ -27,8 +31,8 @@ The first two never write a dequantised weight to memory: they load packed
 int32 words, unpack and dequantise them in registers, and accumulate in fp32.
 
 The packed weight is stored transposed, ``(K/8, N)`` words for int4, so that
-both kernels read it along N in wide coalesced loads (the layout the tuning
-sweep measured fastest for decode).
+the decode kernels read it along N in wide coalesced loads (the layout the
+tuning sweep measured fastest for decode).
 
 Run this file (``python -m examples.quantized_matmul.kernel``) for a quick check.
 """
@@ -47,6 +51,7 @@ from academy.grid import sm_count
 from academy.validation import check_tensor
 from examples.matmul.kernel import matmul
 from examples.quantized_matmul.half_pairs import pairs_step
+from examples.quantized_matmul.swap_ab import swap_ab_config, swap_ab_matmul
 from examples.tiled_matmul.kernel import grouped_tile
 
 BITS = (4, 8)
@@ -386,12 +391,6 @@ int4, so twice int4's words. int4 with fp16 activations builds its operands in p
 half_pairs.py), and there the register cap matters: the compiler's own choice for that loop, a few
 registers over 128, fits three 128-thread programs on an SM (65,536 registers); at 128 four fit, and
 the extra program's loads in flight are what a kernel this short of memory parallelism needs."""
-MM_CONFIGS = {  # by M above DECODE_MM_MAX_M: the first row whose bound is >= M
-    64: dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=4, num_stages=4),
-    256: dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=0, num_warps=8, num_stages=4),
-    MAX_COORD: dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=1, num_warps=8, num_stages=4),
-}
-
 
 SLAB_MIN_M = 1024
 """From this many rows up, ``"auto"`` dequantises the weight slab by slab and runs the fp16 matmul on each
@@ -442,10 +441,8 @@ def gemv_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict
 
 
 def mm_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict | None = None) -> dict:
-    if M <= DECODE_MM_MAX_M:
-        cfg = dict(DECODE_MM_CONFIGS[packed.bits])
-    else:
-        cfg = dict(next(c for bound, c in MM_CONFIGS.items() if M <= bound))
+    """The decode tensor-core kernel's config (``qmm_kernel``, M <= DECODE_MM_MAX_M; above, swap_ab.py)."""
+    cfg = dict(DECODE_MM_CONFIGS[packed.bits])
     if INTERPRETED:  # K steps of 64 where the pairs run: their four dots are 16 deep
         cfg.update(BLOCK_M=16, BLOCK_N=16, BLOCK_K=64 if cfg.get("PAIRS") else 32, num_stages=1)
     cfg.update(overrides or {})
@@ -489,8 +486,9 @@ def uses_pairs(cfg: dict, dtype: torch.dtype, packed: QuantizedWeight) -> bool:
 
 
 def choose_path(M: int) -> str:
-    """The dispatch rule: the CUDA-core GEMV for single rows, the fused tensor-core kernel above,
-    dequantised slabs and the fp16 matmul for prefill batches."""
+    """The dispatch rule: the CUDA-core GEMV for single rows, the fused tensor-core kernels above
+    (``qmm_kernel`` to 16 rows, swap_ab.py beyond), dequantised slabs and the fp16 matmul for prefill
+    batches."""
     if M <= GEMV_MAX_M:
         return "gemv"
     return "dot" if M < SLAB_MIN_M else "slab"
@@ -544,6 +542,9 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
     if path == "slab":
         _matmul_by_slabs(x, packed, out, slab_config(N, K, x.element_size(), packed, config))
         return out
+    if path == "dot" and M > DECODE_MM_MAX_M:
+        swap_ab_matmul(x, packed, out, swap_ab_config(M, packed.bits, x.dtype, config))  # (3)!
+        return out
     if path == "gemv":
         if M > MAX_GEMV_ROWS:
             raise ValueError(f"the GEMV takes at most {MAX_GEMV_ROWS} rows (one program per row), got M = {M}: "
@@ -568,7 +569,7 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
                                          PAIRS=uses_pairs(cfg, x.dtype, packed), **common)
     if split > 1:
         block = 1024
-        split_k_sum_kernel[(triton.cdiv(M * N, block),)](target, out, M * N, SPLIT_K=split, BLOCK=block)  # (3)!
+        split_k_sum_kernel[(triton.cdiv(M * N, block),)](target, out, M * N, SPLIT_K=split, BLOCK=block)  # (4)!
     return out
 # --8<-- [end:launcher]
 
