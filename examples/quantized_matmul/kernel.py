@@ -543,7 +543,7 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
         _matmul_by_slabs(x, packed, out, slab_config(N, K, x.element_size(), packed, config))
         return out
     if path == "dot" and M > DECODE_MM_MAX_M:
-        swap_ab_matmul(x, packed, out, swap_ab_config(M, packed.bits, x.dtype, config))  # (3)!
+        swap_ab_matmul(x, packed, out, swap_ab_config(M, packed.bits, x.dtype, config))  # (2)!
         return out
     if path == "gemv":
         if M > MAX_GEMV_ROWS:
@@ -555,7 +555,7 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
         cfg = mm_config(M, N, K, packed, config)
         grid_mn = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
     k_per_split, split = _k_slices(K, cfg)
-    target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)  # (2)!
+    target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)  # (3)!
     common = dict(BITS=packed.bits, GROUP=packed.group_size, BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"],
                   SPLIT_K=split, EVEN_K=K % cfg["BLOCK_K"] == 0 and k_per_split % cfg["BLOCK_K"] == 0,
                   num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], maxnreg=cfg.get("maxnreg"))

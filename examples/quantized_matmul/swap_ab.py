@@ -174,7 +174,9 @@ def swap_ab_matmul(x: torch.Tensor, packed, out: torch.Tensor, cfg: dict) -> Non
     """``out = x @ dequantize(packed).T`` by :func:`qmm_swap_ab_kernel` (inputs already checked)."""
     (M, K), N = x.shape, packed.shape[0]
     block_k = cfg["BLOCK_K"] if packed.per_channel else min(cfg["BLOCK_K"], packed.group_size)
-    half_math = packed.scales.dtype == x.dtype and not (packed.bits == 8 and x.dtype == torch.bfloat16)  # (1)!
+    # packed half arithmetic needs the scales in x's dtype (a second rounding otherwise) and codes the magic
+    # number holds exactly (bf16 holds 128 + q only for q < 128)
+    half_math = packed.scales.dtype == x.dtype and not (packed.bits == 8 and x.dtype == torch.bfloat16)
     grid = (triton.cdiv(N, cfg["BLOCK_N"]) * triton.cdiv(M, cfg["BLOCK_M"]),)
     qmm_swap_ab_kernel[grid](
         x, packed.data, packed.scales, packed.zeros, out, M, N, K, x.stride(0), out.stride(0),
