@@ -13,6 +13,7 @@ import torch
 from academy import DEVICE, INTERPRETED
 from academy.testing import assert_close, poison_allocations, random_tensor
 from examples.quantized_matmul import kernel as qm
+from examples.quantized_matmul import split_k
 from examples.quantized_matmul.kernel import (
     QuantizedWeight, choose_path, dequantize, kernel_error_bound, pack, quantize, quantized_matmul, reference, unpack,
 )
@@ -24,6 +25,7 @@ DTYPES = [torch.float16] if INTERPRETED else [torch.float16, torch.bfloat16]
 @pytest.fixture(autouse=True)
 def _poison_outputs(monkeypatch):
     poison_allocations(monkeypatch, qm)
+    poison_allocations(monkeypatch, split_k)  # the fp32 partial sums of split-K
 
 
 def worst_ratio(y, x, packed) -> float:
@@ -88,22 +90,25 @@ def test_non_contiguous_activations():
     check(quantized_matmul(x, packed, path="dot"), x, packed)
 
 
-@pytest.mark.parametrize("group", [64, None])
-def test_fp16_pairs_every_code_at_every_position_and_zero_point(group):
-    """int4 + fp16 at decode sizes builds operands two halves at a time (half_pairs.py): codes at even
-    positions of a word are read as 1024 + q, odd ones as 1024 + 16q. Every code 0..15 sits at every one
-    of the 8 positions of some word, against every zero point 0..15, so a wrong mask, shift, fix-up or
-    K permutation for any position shows."""
-    N, K = 16, 256
-    codes = (torch.arange(N)[:, None] + torch.arange(K)[None, :] // 8 * 3 + torch.arange(K)[None, :] % 8) % 16
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("bits, group", [(4, 32), (4, None), (8, 256), (8, None)])
+def test_pairs_every_code_at_every_position(bits, group, dtype):
+    """The tensor-core kernel builds its operand two 16-bit weights per register (swap_ab.natural_pairs), with
+    a different mask, shift or byte permute for each position of a code in its word. Code (n + w + 5p) mod
+    2^bits of word w at position p: over 2^bits words every code sits at every position, against zero points
+    that vary along the rows and the groups, at a decode size (16 rows) and a batch (40 rows)."""
+    Q, eps = 2**bits, 32 // bits
+    N, K = 16, 2**bits * eps
+    k = torch.arange(K)[None, :]
+    codes = (torch.arange(N)[:, None] + k // eps + 5 * (k % eps)) % Q
     groups = K // (group or K)
-    zeros = (torch.arange(N)[None, :] + 5 * torch.arange(groups)[:, None]) % 16
-    scales = torch.rand(groups, N, dtype=torch.float16) + 0.5
-    packed = QuantizedWeight(pack(codes, 4).to(DEVICE), scales.to(DEVICE), zeros.half().to(DEVICE), 4,
+    zeros = (3 * torch.arange(N)[None, :] + 7 * torch.arange(groups)[:, None]) % Q
+    scales = torch.rand(groups, N, dtype=dtype) + 0.5
+    packed = QuantizedWeight(pack(codes, bits).to(DEVICE), scales.to(DEVICE), zeros.to(dtype).to(DEVICE), bits,
                              group or K, (N, K))
-    x = random_tensor((16, K), torch.float16)
-    assert qm.uses_pairs(qm.mm_config(16, N, K, packed), x.dtype, packed)
-    check(quantized_matmul(x, packed, path="dot"), x, packed)
+    for M in (16, 40):
+        x = random_tensor((M, K), dtype)
+        check(quantized_matmul(x, packed, path="dot"), x, packed)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -111,12 +116,13 @@ def test_fp16_pairs_every_code_at_every_position_and_zero_point(group):
 @pytest.mark.parametrize("bits, group, K", [(4, 32, 320), (8, 32, 320), (4, 128, 256), (8, 16, 64), (4, None, 200),
                                             (8, None, 200)])
 def test_swap_ab_batches(bits, group, K, weight_dtype, dtype):
-    """Above 16 rows the tensor-core path is swap_ab.py: packed half arithmetic where the scales are stored in
-    the activations' dtype, fp32 per half otherwise (and for int8 with bf16); ragged K (200 per channel) masks
-    the last step; 17 and 70 rows are partial row tiles and N = 40 a partial weight tile."""
+    """The tensor-core path (swap_ab.py): packed half arithmetic where the scales are stored in the activations'
+    dtype, fp32 per half otherwise (and for int8 with bf16); ragged K (200 per channel) masks the last step;
+    2 and 16 rows take the decode config (scales after the product, K split), 17 and 70 rows are partial row
+    tiles and N = 40 a partial weight tile."""
     w = random_tensor((40, K), dtype if weight_dtype == "activations'" else torch.float32)
     packed = quantize(w, bits, group)
-    for M in (17, 70):
+    for M in (2, 16, 17, 70):
         x = random_tensor((M, K), dtype)
         check(quantized_matmul(x, packed, path="dot"), x, packed)
 
@@ -155,6 +161,30 @@ def test_row_padded_activations(path):
     x = random_tensor((3, 160), torch.float16)[:, 16:144]
     assert x.stride() == (160, 1)
     check(quantized_matmul(x, packed, path=path), x, packed)
+
+
+@pytest.mark.parametrize("split", [2, 3, 5])
+@pytest.mark.parametrize("M", [2, 16])
+def test_swap_ab_ragged_slices(M, split):
+    """K = 640 is 5 steps of 128 (group 128): 2 slices of 3 and 2 steps, 3 of 2, 2 and 1, or 5 of one."""
+    packed = quantize(random_tensor((40, 640)), 4, 128)
+    x = random_tensor((M, 640), torch.float16)
+    check(quantized_matmul(x, packed, path="dot", config={"SPLIT_K": split, "BLOCK_K": 128}), x, packed)
+
+
+@pytest.mark.parametrize("tiles, K, block_k, split", [(64, 8192, 128, 4), (112, 4096, 128, 2), (224, 4096, 128, 1),
+                                                      (512, 8192, 256, 2), (8, 1024, 128, 2), (1000, 512, 32, 1)])
+def test_pick_split(monkeypatch, tiles, K, block_k, split):
+    """Slices bring the programs nearest to two per SM (132 SMs), each slice at least four K steps long."""
+    monkeypatch.setattr(split_k, "sm_count", lambda: 132)
+    programs_per_sm = 8 if block_k == 256 else 2  # the int8 GEMV's target, and the tensor-core kernel's
+    cfg = split_k.pick_split(dict(SPLIT_K=0, PROGRAMS_PER_SM=programs_per_sm, BLOCK_K=block_k), tiles, K)
+    assert cfg["SPLIT_K"] == split
+
+
+def test_k_slices_are_whole_steps():
+    assert split_k.k_slices(5 * 128, 128, 4) == (256, 3)  # 4 slices asked of 5 steps: 2 + 2 + 1
+    assert split_k.k_slices(8192, 128, 4) == (2048, 4)
 
 
 def test_dispatch_rule():

@@ -14,7 +14,8 @@ int4 and int8 codes with one fp16 scale and zero point per 128 inputs.
 Providers: ours (the dispatch), cuBLAS on the same weight dequantised to
 fp16 (``x @ W.T``: what the quantised model replaces), GemLite's A16W4/A16W8
 layer at its default settings (when installed), our paths forced
-(``academy:gemv`` and ``academy:dot`` on decode shapes; ``academy:dot`` and
+(``academy:gemv`` and ``academy:dot`` on decode shapes, and
+``academy:dot_unsplit``, the tensor-core path without split-K; ``academy:dot`` and
 ``academy:slab`` on prefill shapes) and, on prefill shapes, the wholly
 materialising alternative ``academy:dequant_cublas`` (dequantise the whole
 weight to fp16, then cuBLAS). Forward only; every provider is checked
@@ -71,9 +72,9 @@ def work(case: Case) -> float:
 # --8<-- [end:work]
 
 
-def ours(path: str = "auto"):
+def ours(path: str = "auto", config: dict | None = None):
     def op(x, data, scales, zeros, dense):
-        return quantized_matmul(x, as_packed(data, scales, zeros, dense), path=path)
+        return quantized_matmul(x, as_packed(data, scales, zeros, dense), path=path, config=config)
     return op
 
 
@@ -117,7 +118,7 @@ def _sweeps() -> list[Sweep]:
     for bits in (4, 8):
         for K, N in WEIGHTS:
             for kind, ms, metric, variants in (
-                ("decode", DECODE_M, "bandwidth", ["academy:gemv", "academy:dot"]),
+                ("decode", DECODE_M, "bandwidth", ["academy:gemv", "academy:dot", "academy:dot_unsplit"]),
                 ("prefill", PREFILL_M, "compute", ["academy:dot", "academy:slab", "academy:dequant_cublas"]),
             ):
                 sweeps.append(Sweep(
@@ -143,6 +144,7 @@ SPEC = BenchSpec(
         "gemlite": gemlite_peer,
         "academy:gemv": lambda: ours("gemv"),
         "academy:dot": lambda: ours("dot"),
+        "academy:dot_unsplit": lambda: ours("dot", {"SPLIT_K": 1}),
         "academy:slab": lambda: ours("slab"),
         "academy:dequant_cublas": lambda: dequantize_then_cublas,
     },

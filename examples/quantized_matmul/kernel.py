@@ -13,13 +13,13 @@ shape (M, K) by the dequantised weight. Three paths, one launcher:
 * :func:`qgemv_kernel`: CUDA cores, one activation row per program, each
   thread owning output columns and walking K, for M = 1 (decode), where the
   packed weight read is the whole cost.
-* Tensor cores (``tl.dot``) on ``x`` tiles and weight tiles dequantised in
-  registers, for M below ``SLAB_MIN_M``: :func:`qmm_kernel` up to
-  ``DECODE_MM_MAX_M`` rows, one 16-row tile with the K loop split across
-  programs (fp32 partials and a second, deterministic reduction pass), and
-  :func:`examples.quantized_matmul.swap_ab.qmm_swap_ab_kernel` above, which
-  computes the transposed product so that the weight tile is the tensor
-  cores' register operand.
+* :func:`examples.quantized_matmul.swap_ab.qmm_swap_ab_kernel`: tensor
+  cores on ``x`` tiles and weight tiles dequantised in registers, for
+  2 ≤ M < ``SLAB_MIN_M``. It computes the transposed product, so that the
+  weight tile is the tensor cores' register operand, and at decode sizes
+  splits K across programs (fp32 partials and a second, deterministic
+  reduction pass: split_k.py), since a few rows give too few output tiles to
+  fill the GPU.
 * Slabs, for prefill batches (M ≥ ``SLAB_MIN_M``), where the product is
   compute-bound and dequantising inside the tensor-core loop stalls it:
   :func:`dequantize_columns_kernel` writes a slab of the weight in fp16 and
@@ -47,12 +47,10 @@ import triton
 import triton.language as tl
 
 from academy import DEVICE, INTERPRETED
-from academy.grid import sm_count
 from academy.validation import check_tensor
 from examples.matmul.kernel import matmul
-from examples.quantized_matmul.half_pairs import pairs_step
+from examples.quantized_matmul.split_k import k_slices, pick_split, slice_outputs, sum_slices
 from examples.quantized_matmul.swap_ab import swap_ab_config, swap_ab_matmul
-from examples.tiled_matmul.kernel import grouped_tile
 
 BITS = (4, 8)
 ACTIVATION_DTYPES = (torch.float16, torch.bfloat16)
@@ -274,75 +272,6 @@ def qgemv_kernel(
 # --8<-- [end:gemv_kernel]
 
 
-# --8<-- [start:mm_kernel]
-@triton.jit
-def qmm_kernel(
-    x_ptr, data_ptr, s_ptr, z_ptr, out_ptr,
-    M, N, K, K_PER_SPLIT,
-    stride_xm, stride_dk, stride_sg, stride_os, stride_om,
-    BITS: tl.constexpr, GROUP: tl.constexpr, PER_CHANNEL: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
-    SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, UPCAST: tl.constexpr, PAIRS: tl.constexpr,
-):
-    EPS: tl.constexpr = 32 // BITS
-    WORDS: tl.constexpr = BLOCK_K // EPS
-    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_SIZE_M)
-    split = tl.program_id(1)
-    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    safe_cols = cols % N
-    ks = tl.arange(0, BLOCK_K)
-    words = tl.arange(0, WORDS)
-    k_begin = split * K_PER_SPLIT
-    k_end = tl.minimum(K, k_begin + K_PER_SPLIT)
-    x_ptrs = x_ptr + (rows % M).to(tl.int64)[:, None] * stride_xm + (k_begin + ks)[None, :]
-    d_ptrs = data_ptr + (k_begin // EPS + words).to(tl.int64)[:, None] * stride_dk + safe_cols[None, :]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k_start in range(k_begin, k_end, BLOCK_K):
-        if EVEN_K:
-            packed = tl.load(d_ptrs)
-            x = tl.load(x_ptrs)
-        else:
-            packed = tl.load(d_ptrs, mask=(k_start + words * EPS < k_end)[:, None], other=0)
-            x = tl.load(x_ptrs, mask=(k_start + ks < k_end)[None, :], other=0.0)  # (1)!
-        meta = tl.cast(k_start // GROUP, tl.int64) * stride_sg + safe_cols  # (K/g)·N may pass 2**31
-        s = tl.load(s_ptr + meta).to(tl.float32)
-        z = tl.load(z_ptr + meta).to(tl.float32)
-        if PAIRS:  # int4 and fp16: half_pairs.py
-            acc = pairs_step(acc, x, packed, s, z, WORDS, UPCAST)
-        else:
-            w = dequantize_tile(packed, s, z, BITS, not PER_CHANNEL)  # (2)!
-            w = tl.reshape(w, (BLOCK_K, BLOCK_N))  # (3)!
-            if UPCAST:  # the interpreter's bf16 arithmetic is wrong: compute in fp32 there
-                acc = tl.dot(x.to(tl.float32), w, acc, input_precision="ieee")
-            else:
-                acc = tl.dot(x, w.to(x_ptr.dtype.element_ty), acc)  # (4)!
-        d_ptrs += WORDS * stride_dk
-        x_ptrs += BLOCK_K
-    if PER_CHANNEL and not PAIRS:
-        acc *= tl.load(s_ptr + safe_cols).to(tl.float32)[None, :]  # (5)!
-    out_ptrs = out_ptr + split.to(tl.int64) * stride_os + rows.to(tl.int64)[:, None] * stride_om + cols[None, :]
-    mask = (rows < M)[:, None] & (cols < N)[None, :]
-    if SPLIT_K == 1:
-        tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)  # (6)!
-    else:
-        tl.store(out_ptrs, acc, mask=mask)
-
-
-@triton.jit
-def split_k_sum_kernel(partials_ptr, out_ptr, numel, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
-    """The second pass of split-K: add the fp32 partial sums in a fixed order, round once."""
-    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < numel
-    total = tl.zeros((BLOCK,), dtype=tl.float32)
-    ptrs = partials_ptr + offsets
-    for _ in tl.static_range(SPLIT_K):  # (7)!
-        total += tl.load(ptrs, mask=mask, other=0.0)
-        ptrs += numel  # a pointer step, not split * numel: that product overflows int32 first
-    tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)
-# --8<-- [end:mm_kernel]
-
-
 # --8<-- [start:slab_kernel]
 @triton.jit
 def dequantize_columns_kernel(
@@ -375,22 +304,10 @@ GEMV_MAX_M = 1
 """Largest M sent to the CUDA-core GEMV kernel; above it the tensor cores win."""
 GEMV_CONFIGS = {  # by bit width (the H100 sweep's best); one word row per thread per step for int8, two for int4
     4: dict(BLOCK_N=16, BLOCK_K=1024, SPLIT_K=0, PROGRAMS_PER_SM=2, num_warps=8, num_stages=1),
-    8: dict(BLOCK_N=16, BLOCK_K=256, SPLIT_K=0, PROGRAMS_PER_SM=4, num_warps=8, num_stages=1),
+    8: dict(BLOCK_N=16, BLOCK_K=256, SPLIT_K=0, PROGRAMS_PER_SM=8, num_warps=8, num_stages=1),
 }
 MAX_GEMV_ROWS = 65535
 """The GEMV runs one program per activation row on grid axis z, which CUDA caps at 65535."""
-DECODE_MM_MAX_M = 16
-DECODE_MM_CONFIGS = {  # M <= DECODE_MM_MAX_M, by bit width (the H100 sweep's best at M = 16)
-    4: dict(BLOCK_M=16, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3, PAIRS=True,
-            maxnreg=128),
-    8: dict(BLOCK_M=16, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, SPLIT_K=8, num_warps=4, num_stages=3),
-}
-"""Sixteen rows or fewer: one row tile, so the K slices are the parallelism (eight of them). int8 takes
-twice the columns per program at half the K step: the same 16 word rows and 16,384 weights per step as
-int4, so twice int4's words. int4 with fp16 activations builds its operands in pairs (``PAIRS``,
-half_pairs.py), and there the register cap matters: the compiler's own choice for that loop, a few
-registers over 128, fits three 128-thread programs on an SM (65,536 registers); at 128 four fit, and
-the extra program's loads in flight are what a kernel this short of memory parallelism needs."""
 
 SLAB_MIN_M = 1024
 """From this many rows up, ``"auto"`` dequantises the weight slab by slab and runs the fp16 matmul on each
@@ -414,40 +331,12 @@ def slab_config(N: int, K: int, element_size: int, packed: QuantizedWeight, over
     return cfg
 
 
-def _fit_block_k(cfg: dict, packed: QuantizedWeight) -> dict:
-    """A K step never straddles two groups: BLOCK_K <= group_size (both powers of two)."""
-    if not packed.per_channel:
-        cfg["BLOCK_K"] = min(cfg["BLOCK_K"], packed.group_size)
-    return cfg
-
-
-def _pick_split(cfg: dict, programs: int, K: int) -> dict:
-    """SPLIT_K = 0: double the K slices until there are PROGRAMS_PER_SM (default 2) programs per SM,
-    keeping 4+ steps per slice."""
-    if cfg["SPLIT_K"] == 0:
-        split, target = 1, cfg.get("PROGRAMS_PER_SM", 2) * sm_count()
-        while programs * split < target and K // (2 * split) >= 4 * cfg["BLOCK_K"]:  # (1)!
-            split *= 2
-        cfg["SPLIT_K"] = split
-    return cfg
-
-
 def gemv_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict | None = None) -> dict:
     cfg = dict(GEMV_CONFIGS[packed.bits])
     if INTERPRETED:
         cfg.update(BLOCK_N=16, BLOCK_K=32)
     cfg.update(overrides or {})  # any BLOCK_K: each word row finds its own group
-    return _pick_split(cfg, triton.cdiv(N, cfg["BLOCK_N"]) * M, K)
-
-
-def mm_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict | None = None) -> dict:
-    """The decode tensor-core kernel's config (``qmm_kernel``, M <= DECODE_MM_MAX_M; above, swap_ab.py)."""
-    cfg = dict(DECODE_MM_CONFIGS[packed.bits])
-    if INTERPRETED:  # K steps of 64 where the pairs run: their four dots are 16 deep
-        cfg.update(BLOCK_M=16, BLOCK_N=16, BLOCK_K=64 if cfg.get("PAIRS") else 32, num_stages=1)
-    cfg.update(overrides or {})
-    cfg = _fit_block_k(cfg, packed)
-    return _pick_split(cfg, triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]), K)
+    return pick_split(cfg, triton.cdiv(N, cfg["BLOCK_N"]) * M, K)
 # --8<-- [end:configs]
 
 
@@ -478,17 +367,9 @@ def _check_inputs(x, packed, path) -> None:
         raise ValueError(f"a dimension exceeds 2**30 ({tuple(x.shape)} @ {packed.shape}): indices are int32")
 
 
-def uses_pairs(cfg: dict, dtype: torch.dtype, packed: QuantizedWeight) -> bool:
-    """Whether the tensor-core kernel builds int4 operands two fp16 halves at a time (half_pairs.py): where the
-    config asks, for int4 codes and fp16 activations, and K steps of 64 or more (each of the four dots is
-    a quarter of the step, and a dot is at least 16 deep)."""
-    return bool(cfg.get("PAIRS")) and packed.bits == 4 and dtype == torch.float16 and cfg["BLOCK_K"] >= 64
-
-
 def choose_path(M: int) -> str:
-    """The dispatch rule: the CUDA-core GEMV for single rows, the fused tensor-core kernels above
-    (``qmm_kernel`` to 16 rows, swap_ab.py beyond), dequantised slabs and the fp16 matmul for prefill
-    batches."""
+    """The dispatch rule: the CUDA-core GEMV for single rows, the fused tensor-core kernel (swap_ab.py)
+    above, dequantised slabs and the fp16 matmul for prefill batches."""
     if M <= GEMV_MAX_M:
         return "gemv"
     return "dot" if M < SLAB_MIN_M else "slab"
@@ -515,12 +396,6 @@ def _matmul_by_slabs(x: torch.Tensor, packed: QuantizedWeight, out: torch.Tensor
         matmul(x, slab[:, :cols], out=out[:, first:first + cols])  # this slab's block of columns
 
 
-def _k_slices(K: int, cfg: dict) -> tuple[int, int]:
-    """(K per slice, number of slices): slices are whole K steps, so only the last one is ragged."""
-    k_per_split = triton.cdiv(triton.cdiv(K, cfg["SPLIT_K"]), cfg["BLOCK_K"]) * cfg["BLOCK_K"]
-    return k_per_split, triton.cdiv(K, k_per_split)
-
-
 def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "auto",
                      config: dict | None = None) -> torch.Tensor:
     """``x @ dequantize(packed).T`` for fp16/bf16 ``x`` (M, K): a new (M, N) tensor in ``x``'s dtype.
@@ -541,36 +416,28 @@ def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "a
     path = choose_path(M) if path == "auto" else path
     if path == "slab":
         _matmul_by_slabs(x, packed, out, slab_config(N, K, x.element_size(), packed, config))
-        return out
-    if path == "dot" and M > DECODE_MM_MAX_M:
-        swap_ab_matmul(x, packed, out, swap_ab_config(M, packed.bits, x.dtype, config))  # (2)!
-        return out
-    if path == "gemv":
-        if M > MAX_GEMV_ROWS:
-            raise ValueError(f"the GEMV takes at most {MAX_GEMV_ROWS} rows (one program per row), got M = {M}: "
-                             f"use path='dot' or 'auto'")
-        cfg = gemv_config(M, N, K, packed, config)
-        grid_mn = (triton.cdiv(N, cfg["BLOCK_N"]), M)
+    elif path == "dot":
+        swap_ab_matmul(x, packed, out, swap_ab_config(M, x.dtype, packed, config))  # (2)!
     else:
-        cfg = mm_config(M, N, K, packed, config)
-        grid_mn = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
-    k_per_split, split = _k_slices(K, cfg)
-    target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)  # (3)!
-    common = dict(BITS=packed.bits, GROUP=packed.group_size, BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"],
-                  SPLIT_K=split, EVEN_K=K % cfg["BLOCK_K"] == 0 and k_per_split % cfg["BLOCK_K"] == 0,
-                  num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], maxnreg=cfg.get("maxnreg"))
-    args = (x, packed.data, packed.scales, packed.zeros, target, M, N, K, k_per_split,
-            x.stride(0), N, N, M * N, N)
-    if path == "gemv":
-        qgemv_kernel[(grid_mn[0], split, M)](*args, EVEN_N=N % cfg["BLOCK_N"] == 0, **common)
-    else:
-        qmm_kernel[(grid_mn[0], split)](*args, PER_CHANNEL=packed.per_channel, BLOCK_M=cfg["BLOCK_M"],
-                                         GROUP_SIZE_M=cfg["GROUP_SIZE_M"], UPCAST=INTERPRETED,
-                                         PAIRS=uses_pairs(cfg, x.dtype, packed), **common)
-    if split > 1:
-        block = 1024
-        split_k_sum_kernel[(triton.cdiv(M * N, block),)](target, out, M * N, SPLIT_K=split, BLOCK=block)  # (4)!
+        _gemv(x, packed, out, gemv_config(M, N, K, packed, config))
     return out
+
+
+def _gemv(x: torch.Tensor, packed: QuantizedWeight, out: torch.Tensor, cfg: dict) -> None:
+    """``out = x @ dequantize(packed).T`` by :func:`qgemv_kernel`, one program per row and column block."""
+    (M, K), N = x.shape, packed.shape[0]
+    if M > MAX_GEMV_ROWS:
+        raise ValueError(f"the GEMV takes at most {MAX_GEMV_ROWS} rows (one program per row), got M = {M}: "
+                         f"use path='dot' or 'auto'")
+    k_per_split, split = k_slices(K, cfg["BLOCK_K"], cfg["SPLIT_K"])
+    partials = slice_outputs(out, split)  # (3)!
+    qgemv_kernel[(triton.cdiv(N, cfg["BLOCK_N"]), split, M)](
+        x, packed.data, packed.scales, packed.zeros, partials, M, N, K, k_per_split, x.stride(0), N, N, M * N, N,
+        BITS=packed.bits, GROUP=packed.group_size, BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], SPLIT_K=split,
+        EVEN_K=K % cfg["BLOCK_K"] == 0, EVEN_N=N % cfg["BLOCK_N"] == 0,
+        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+    )
+    sum_slices(partials, out)  # (4)!
 # --8<-- [end:launcher]
 
 
