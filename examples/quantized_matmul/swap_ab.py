@@ -185,8 +185,8 @@ SWAP_AB_CONFIGS = {  # by the largest M a config serves; then by (bits, activati
 """The H100 sweeps' best (M = 2 to 128 and 1024, both weights, int4 and int8, fp16 and bf16). Up to 64 rows,
 one warp group on 128 weight rows and all the activation rows, K split (``SPLIT_K = 0``: split_k.py's
 ``pick_split`` sizes it for about two programs per SM); up to 256 rows, 64 weight rows × 128 activation rows;
-above, two warp groups on 128 × 256 and K steps of 64, the tiles walked along M, where the tiles alone
-fill the GPU. ``SCALE_AFTER`` scales each step's fp32 product instead of each weight, which pays where the
+above, two warp groups on 128 × 256 and K steps of 64 (128 for int4), the tiles walked along M, where the
+tiles alone fill the GPU. ``SCALE_AFTER`` scales each step's fp32 product instead of each weight, which pays where the
 product tile (16 rows) is smaller than the weight tile. Two exceptions follow in ``swap_ab_config``."""
 
 
@@ -194,8 +194,8 @@ def swap_ab_config(M: int, dtype: torch.dtype, packed, overrides: dict | None = 
     """The config for ``M`` rows of ``dtype`` activations times ``packed`` (a QuantizedWeight)."""
     (N, K), bits = packed.shape, packed.bits
     cfg = dict(next(c for bound, c in SWAP_AB_CONFIGS.items() if M <= bound))
-    if M > 256 and bits == 4 and dtype == torch.bfloat16:
-        cfg.update(BLOCK_K=128)  # measured faster there, slower for fp16
+    if M > 256 and bits == 4:
+        cfg.update(BLOCK_K=128)  # 72 KiB a stage: three fit; int8's 80 KiB do not
     if M > 256 and bits == 8:
         cfg.update(RASTER_M=False, num_stages=4)
     if INTERPRETED:
