@@ -304,7 +304,7 @@ GEMV_MAX_M = 1
 """Largest M sent to the CUDA-core GEMV kernel; above it the tensor cores win."""
 GEMV_CONFIGS = {  # by bit width (the H100 sweep's best); one word row per thread per step for int8, two for int4
     4: dict(BLOCK_N=16, BLOCK_K=1024, SPLIT_K=0, PROGRAMS_PER_SM=2, num_warps=8, num_stages=1),
-    8: dict(BLOCK_N=16, BLOCK_K=256, SPLIT_K=0, PROGRAMS_PER_SM=8, num_warps=8, num_stages=1),
+    8: dict(BLOCK_N=16, BLOCK_K=256, SPLIT_K=0, PROGRAMS_PER_SM=8, num_warps=8, num_stages=1),  # (1)!
 }
 MAX_GEMV_ROWS = 65535
 """The GEMV runs one program per activation row on grid axis z, which CUDA caps at 65535."""
