@@ -177,9 +177,22 @@ def test_swap_ab_ragged_slices(M, split):
 def test_pick_split(monkeypatch, tiles, K, block_k, split):
     """Slices bring the programs nearest to two per SM (132 SMs), each slice at least four K steps long."""
     monkeypatch.setattr(split_k, "sm_count", lambda: 132)
-    programs_per_sm = 8 if block_k == 256 else 2  # the int8 GEMV's target, and the tensor-core kernel's
+    programs_per_sm = 8 if block_k == 256 else 2  # the int8 GEMV's target at 8 warps, and the tensor-core kernel's
     cfg = split_k.pick_split(dict(SPLIT_K=0, PROGRAMS_PER_SM=programs_per_sm, BLOCK_K=block_k), tiles, K)
     assert cfg["SPLIT_K"] == split
+
+
+@pytest.mark.parametrize("N, warps, block_k, split", [(8192, 16, 512, 1), (14336, 8, 256, 1), (4096, 16, 512, 2)])
+def test_int8_gemv_fills_the_warp_slots(monkeypatch, N, warps, block_k, split):
+    """int8 GEMV at M = 1 on 132 SMs: programs of 16 warps while the column blocks fit 64 warps per SM at once
+    (512 of them for N = 8192), else of 8; one word row per thread; K split only to fill what is left."""
+    for module in (qm, split_k):
+        monkeypatch.setattr(module, "sm_count", lambda: 132)
+    monkeypatch.setattr(qm, "INTERPRETED", False)
+    packed = quantize(random_tensor((16, 64)), 8, 32)
+    packed = QuantizedWeight(packed.data, packed.scales, packed.zeros, 8, 32, (N, 4096))  # sizes only
+    cfg = qm.gemv_config(1, N, 4096, packed)
+    assert (cfg["num_warps"], cfg["BLOCK_K"], cfg["SPLIT_K"]) == (warps, block_k, split)
 
 
 def test_k_slices_are_whole_steps():

@@ -47,6 +47,7 @@ import triton
 import triton.language as tl
 
 from academy import DEVICE, INTERPRETED
+from academy.grid import sm_count
 from academy.validation import check_tensor
 from examples.matmul.kernel import matmul
 from examples.quantized_matmul.split_k import k_slices, pick_split, slice_outputs, sum_slices
@@ -302,10 +303,12 @@ def dequantize_columns_kernel(
 # --8<-- [start:configs]
 GEMV_MAX_M = 1
 """Largest M sent to the CUDA-core GEMV kernel; above it the tensor cores win."""
-GEMV_CONFIGS = {  # by bit width (the H100 sweep's best); one word row per thread per step for int8, two for int4
+GEMV_CONFIGS = {  # by bit width (the H100 sweeps' best); 0: sized per call by gemv_config
     4: dict(BLOCK_N=16, BLOCK_K=1024, SPLIT_K=0, PROGRAMS_PER_SM=2, num_warps=8, num_stages=1),
-    8: dict(BLOCK_N=16, BLOCK_K=256, SPLIT_K=0, PROGRAMS_PER_SM=8, num_warps=8, num_stages=1),  # (1)!
+    8: dict(BLOCK_N=16, BLOCK_K=0, SPLIT_K=0, PROGRAMS_PER_SM=0, num_warps=0, num_stages=1),  # (1)!
 }
+GEMV_WARPS_PER_SM = 64
+"""What the int8 GEMV fills: an SM's warp slots (64 on Hopper), with as few programs as will do."""
 MAX_GEMV_ROWS = 65535
 """The GEMV runs one program per activation row on grid axis z, which CUDA caps at 65535."""
 
@@ -334,11 +337,21 @@ def slab_config(N: int, K: int, element_size: int, packed: QuantizedWeight, over
 
 
 def gemv_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict | None = None) -> dict:
+    """int4 takes its config as is. int8 fills ``GEMV_WARPS_PER_SM`` warps per SM, with programs of 16 warps
+    where that many column blocks fit at once, else of 8, each thread holding one word row of a K step."""
     cfg = dict(GEMV_CONFIGS[packed.bits])
     if INTERPRETED:
-        cfg.update(BLOCK_N=16, BLOCK_K=32)
+        cfg.update(BLOCK_N=16, BLOCK_K=32, num_warps=4)
     cfg.update(overrides or {})  # any BLOCK_K: each word row finds its own group
-    return pick_split(cfg, triton.cdiv(N, cfg["BLOCK_N"]) * M, K)
+    columns = triton.cdiv(N, cfg["BLOCK_N"]) * M
+    if cfg["num_warps"] == 0:
+        cfg["num_warps"] = 16 if columns * 16 <= GEMV_WARPS_PER_SM * sm_count() else 8  # (2)!
+    if cfg["BLOCK_K"] == 0:
+        threads_per_word_row = cfg["BLOCK_N"] // 4  # 16-byte loads: four words each
+        cfg["BLOCK_K"] = 32 * cfg["num_warps"] // threads_per_word_row * packed.elements_per_sample
+    if cfg["PROGRAMS_PER_SM"] == 0:
+        cfg["PROGRAMS_PER_SM"] = GEMV_WARPS_PER_SM // cfg["num_warps"]
+    return pick_split(cfg, columns, K)
 # --8<-- [end:configs]
 
 
