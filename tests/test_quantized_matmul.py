@@ -172,13 +172,15 @@ def test_swap_ab_ragged_slices(M, split):
     check(quantized_matmul(x, packed, path="dot", config={"SPLIT_K": split, "BLOCK_K": 128}), x, packed)
 
 
-@pytest.mark.parametrize("tiles, K, block_k, split", [(64, 8192, 128, 4), (112, 4096, 128, 2), (224, 4096, 128, 1),
-                                                      (512, 8192, 256, 2), (8, 1024, 128, 2), (1000, 512, 32, 1)])
-def test_pick_split(monkeypatch, tiles, K, block_k, split):
-    """Slices bring the programs nearest to two per SM (132 SMs), each slice at least four K steps long."""
+@pytest.mark.parametrize("tiles, K, block_k, per_sm, split", [
+    (64, 8192, 128, 2, 4), (112, 4096, 128, 2, 2), (224, 4096, 128, 2, 1),  # the tensor-core kernel's target
+    (256, 4096, 256, 8, 4), (8, 1024, 128, 2, 2), (1000, 512, 32, 2, 1),
+])
+def test_pick_split(monkeypatch, tiles, K, block_k, per_sm, split):
+    """Slices bring the programs nearest to ``per_sm`` per SM (132 SMs), each slice at least four K steps
+    long (the fifth case is capped by that, the last has more tiles than programs wanted)."""
     monkeypatch.setattr(split_k, "sm_count", lambda: 132)
-    programs_per_sm = 8 if block_k == 256 else 2  # the int8 GEMV's target at 8 warps, and the tensor-core kernel's
-    cfg = split_k.pick_split(dict(SPLIT_K=0, PROGRAMS_PER_SM=programs_per_sm, BLOCK_K=block_k), tiles, K)
+    cfg = split_k.pick_split(dict(SPLIT_K=0, PROGRAMS_PER_SM=per_sm, BLOCK_K=block_k), tiles, K)
     assert cfg["SPLIT_K"] == split
 
 

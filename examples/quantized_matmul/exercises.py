@@ -54,7 +54,7 @@ def qmm_atomic_kernel(
         meta = tl.cast(k_start // GROUP, tl.int64) * N + safe_cols  # (K/g)·N may pass 2**31
         s = tl.load(s_ptr + meta).to(tl.float32)
         z = tl.load(z_ptr + meta).to(tl.float32)
-        w = tl.reshape(dequantize_tile(packed, s, z, BITS, True), (BLOCK_K, BLOCK_N))
+        w = tl.reshape(dequantize_tile(packed, s, z, BITS), (BLOCK_K, BLOCK_N))
         if UPCAST:
             acc = tl.dot(x.to(tl.float32), w, acc, input_precision="ieee")
         else:

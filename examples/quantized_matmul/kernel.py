@@ -196,7 +196,7 @@ def reference(x: torch.Tensor, packed: QuantizedWeight) -> torch.Tensor:
 
 # --8<-- [start:unpack_tile]
 @triton.jit
-def dequantize_tile(packed, s, z, BITS: tl.constexpr, SCALE: tl.constexpr):
+def dequantize_tile(packed, s, z, BITS: tl.constexpr):
     """int32 words (W, C) → float32 weights (W, 32 // BITS, C): ``(q − z)·s``, s and z per column.
 
     No int-to-float conversion instruction: the code is OR-ed into the
@@ -207,9 +207,7 @@ def dequantize_tile(packed, s, z, BITS: tl.constexpr, SCALE: tl.constexpr):
     q = (packed[:, None, :] >> shifts[None, :, None]) & ((1 << BITS) - 1)  # (1)!
     v = (q | 0x4B000000).to(tl.float32, bitcast=True)  # (2)!
     w = v - (z + 8388608.0)[None, None, :]  # (3)!
-    if SCALE:
-        w = w * s[None, None, :]  # (4)!
-    return w
+    return w * s[None, None, :]  # (4)!
 # --8<-- [end:unpack_tile]
 
 
@@ -293,7 +291,7 @@ def dequantize_columns_kernel(
     meta = (k_start // GROUP).to(tl.int64) * N + src_cols  # one group per K step: BLOCK_K <= GROUP
     s = tl.load(s_ptr + meta, mask=in_slab, other=1.0).to(tl.float32)
     z = tl.load(z_ptr + meta, mask=in_slab, other=0.0).to(tl.float32)
-    w = tl.reshape(dequantize_tile(packed, s, z, BITS, True), (BLOCK_K, BLOCK_N))  # row k = word·EPS + e
+    w = tl.reshape(dequantize_tile(packed, s, z, BITS), (BLOCK_K, BLOCK_N))  # row k = word·EPS + e
     ks = k_start + tl.arange(0, BLOCK_K)
     tl.store(out_ptr + ks.to(tl.int64)[:, None] * stride_ok + cols[None, :], w.to(out_ptr.dtype.element_ty),
              mask=(ks < K)[:, None] & in_slab[None, :])  # (2)!

@@ -171,16 +171,14 @@ def qmm_swap_ab_kernel(
 
 
 # --8<-- [start:swap_ab_configs]
-_DECODE = dict(BLOCK_N=128, BLOCK_K=128, GROUP_SIZE=8, RASTER_M=False, SPLIT_K=0, PROGRAMS_PER_SM=2,
-               SCALE_AFTER=False, num_warps=4, num_stages=3)
+_BASE = dict(BLOCK_N=128, BLOCK_K=128, GROUP_SIZE=8, RASTER_M=False, SPLIT_K=0, PROGRAMS_PER_SM=2,
+             SCALE_AFTER=False, num_warps=4, num_stages=3)
 SWAP_AB_CONFIGS = {  # by the largest M a config serves; then by (bits, activation dtype) where they differ
-    16: dict(_DECODE, BLOCK_M=16, SCALE_AFTER=True),
-    32: dict(_DECODE, BLOCK_M=32),
-    64: dict(_DECODE, BLOCK_M=64),
-    256: dict(BLOCK_N=64, BLOCK_M=128, BLOCK_K=128, GROUP_SIZE=8, RASTER_M=False, SPLIT_K=0, PROGRAMS_PER_SM=2,
-              SCALE_AFTER=False, num_warps=4, num_stages=3),
-    2**31: dict(BLOCK_N=128, BLOCK_M=256, BLOCK_K=64, GROUP_SIZE=8, RASTER_M=True, SPLIT_K=0, PROGRAMS_PER_SM=2,
-                SCALE_AFTER=False, num_warps=8, num_stages=3),
+    16: dict(_BASE, BLOCK_M=16, SCALE_AFTER=True),
+    32: dict(_BASE, BLOCK_M=32),
+    64: dict(_BASE, BLOCK_M=64),
+    256: dict(_BASE, BLOCK_N=64, BLOCK_M=128),
+    2**31: dict(_BASE, BLOCK_M=256, BLOCK_K=64, RASTER_M=True, num_warps=8),
 }
 """The H100 sweeps' best (M = 2 to 128 and 1024, both weights, int4 and int8, fp16 and bf16). Up to 64 rows,
 one warp group on 128 weight rows and all the activation rows, K split (``SPLIT_K = 0``: split_k.py's
