@@ -29,10 +29,17 @@ if not INTERPRETED:
     SHAPES += [(2, 4, 2, 1000, 1000), (1, 8, 1, 333, 1111)]
 
 
+GLUON = fa._gluon()
+GLUON_GPU = (GLUON is not None and not INTERPRETED and torch.cuda.is_available()
+             and torch.cuda.get_device_capability() == (9, 0))
+
+
 @pytest.fixture(autouse=True)
 def _poison_outputs(monkeypatch):
     poison_allocations(monkeypatch, fa)
     poison_allocations(monkeypatch, stages)
+    if GLUON is not None:
+        poison_allocations(monkeypatch, GLUON)
 
 
 def inputs(shape, dtype, d=64, requires_grad=False):
@@ -272,9 +279,63 @@ def test_naive_refuses_rows_that_do_not_fit(s_k, d):
 
 
 @pytest.mark.skipif(INTERPRETED, reason="GPU sizes: the interpreter would take minutes")
+@pytest.mark.parametrize("s", [4100, 4096], ids=["ragged", "gluon-sized"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_long_sequence_head_dim_128_against_sdpa(causal):
-    q, k, v = inputs((1, 4, 4, 4100, 4100), torch.bfloat16, d=128)
+def test_long_sequence_head_dim_128_against_sdpa(causal, s):
+    q, k, v = inputs((1, 4, 4, s, s), torch.bfloat16, d=128)
     expected = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
     assert_close(attention(q, k, v, causal=causal), expected, dtype=torch.bfloat16)
     assert DEVICE == "cuda"
+
+
+@pytest.mark.skipif(GLUON is None, reason="this Triton has no Gluon for Hopper")
+def test_which_problems_the_gluon_forward_takes():
+    """Full attention, head size 128, both lengths positive multiples of 128; the rest goes to Triton."""
+    q, k = torch.empty(1, 2, 256, 128), torch.empty(1, 1, 384, 128)
+    assert GLUON.unsupported(q, k, causal=False) is None
+    assert "causal" in GLUON.unsupported(q, k, causal=True)
+    assert "head_dim" in GLUON.unsupported(q[..., :64], k[..., :64], causal=False)
+    assert "multiples" in GLUON.unsupported(q[:, :, :200], k, causal=False)
+    assert "multiples" in GLUON.unsupported(q, k[:, :, :100], causal=False)
+    if not GLUON_GPU:  # here the device rule refuses it, with a reason, and path='gluon' says so
+        small = inputs((1, 2, 2, 128, 128), torch.float16, d=128)
+        assert fa.gluon_unsupported(*small, causal=False)
+        with pytest.raises(ValueError, match="path='gluon'"):
+            attention(*small, path="gluon")
+
+
+@pytest.mark.skipif(not GLUON_GPU, reason="the Gluon forward runs on Hopper GPUs only")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 2, 2, 128, 128), (2, 4, 1, 256, 640), (1, 8, 2, 640, 256),
+                                   (1, 2, 2, 1024, 2048)], ids=lambda s: "B{}H{}/{}S{}x{}".format(*s))
+def test_gluon_forward_and_backward_against_float64(shape, dtype):
+    """Grouped heads, S_q ≠ S_k both ways, scores spread wide enough that the running max moves."""
+    q, k, v = inputs(shape, dtype, d=128)
+    q = (q * 3).requires_grad_()
+    k, v = k.requires_grad_(), v.requires_grad_()
+    out = attention(q, k, v, path="gluon")
+    grad = random_tensor(out.shape, dtype)
+    out.backward(grad)
+    want = gradients64(q, k, v, grad, causal=False)
+    for name, got, expected in zip(("out", "dq", "dk", "dv"), (out, q.grad, k.grad, v.grad), want):
+        assert_close(got, expected, dtype=dtype, name=name)
+
+
+@pytest.mark.skipif(not GLUON_GPU, reason="the Gluon forward runs on Hopper GPUs only")
+def test_gluon_saves_the_log2_log_sum_exp():
+    q, k, v = inputs((1, 2, 2, 256, 384), torch.bfloat16, d=128)
+    o, lse = fa.flash_forward(q, k, v, False, 0.1, path="gluon")
+    scores = q.double() @ k.double().transpose(-1, -2) * 0.1
+    torch.testing.assert_close(lse.double(), torch.logsumexp(scores, -1) / math.log(2), atol=2e-3, rtol=0)
+
+
+@pytest.mark.skipif(not GLUON_GPU, reason="the Gluon forward runs on Hopper GPUs only")
+def test_auto_takes_the_gluon_forward_only_where_it_applies(monkeypatch):
+    calls = []
+    launch = GLUON.gluon_forward
+    monkeypatch.setattr(GLUON, "gluon_forward", lambda *a: calls.append(a[0].shape) or launch(*a))
+    for shape, causal in (((1, 2, 2, 256, 256), False), ((1, 2, 2, 256, 256), True), ((1, 2, 2, 200, 256), False)):
+        q, k, v = inputs(shape, torch.float16, d=128)
+        assert_close(attention(q, k, v, causal=causal), reference(q.double(), k.double(), v.double(), causal),
+                     dtype=torch.float16)
+    assert calls == [(1, 2, 256, 128)]

@@ -2,7 +2,8 @@
 
 * ``D=128 causal`` / ``D=128 full``: S ∈ {1024, 4096, 16384} with B = 32768 / S,
   H = 16, forward and forward+backward, fp16 and bf16, TFLOP/s against the
-  measured matmul ceiling.
+  measured matmul ceiling. At full attention the op's forward is the Gluon
+  kernel; ``academy:triton`` is the same op held to the Triton kernel (TMA path).
 * ``short causal``: S = 256 (B = 128), where the naive whole-row kernel still
   fits on chip. The stages are timed there and in the causal sweep.
 
@@ -19,6 +20,7 @@ device sync, so the call stays capturable in a CUDA graph.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -95,7 +97,7 @@ def _shapes(lengths, d, causal):
 
 SWEEPS = [
     Sweep("D=128 full", x="S", shapes=_shapes((1024, 4096, 16384), 128, False), metric="compute",
-          providers=["academy", *PEERS]),
+          providers=["academy", *PEERS, "academy:triton"]),
     Sweep("D=128 causal", x="S", shapes=_shapes((1024, 4096, 16384), 128, True), metric="compute",
           providers=["academy", *PEERS, "academy:flash"]),
     Sweep("short causal", x="S", shapes=_shapes((256,), 128, True), metric="compute",
@@ -116,6 +118,7 @@ SPEC = BenchSpec(
         "sdpa_flash": sdpa("FLASH_ATTENTION"),
         "sdpa_cudnn": sdpa("CUDNN_ATTENTION"),
         **{f"academy:{name}": ours(op) for name, op in STAGES.items()},
+        "academy:triton": ours(functools.partial(attention, path="tma")),
     },
     headline=[
         ("fwd", {"S": 4096, "D": 128, "causal": 0}, "bfloat16"),

@@ -51,7 +51,7 @@ from academy.validation import check_tensor
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 HEAD_DIMS = (64, 128)
-PATHS = ("auto", "tma", "pointer")
+PATHS = ("auto", "gluon", "tma", "pointer")
 LOG2E = tl.constexpr(1.4426950408889634)
 """1 / ln 2: the kernels compute eˣ as 2^(x·LOG2E) (``exp2`` is the hardware's instruction)."""
 SIZES = ["S_Q", "S_K", "H", "GROUP"]
@@ -469,7 +469,7 @@ def _check_inputs(q, k, v, causal, sm_scale) -> None:
 
 
 def forward_path(path: str, *tensors: torch.Tensor) -> str:
-    """``"tma"`` where descriptors can read the (contiguous) tensors, else ``"pointer"``.
+    """The Triton kernel's path: ``"tma"`` where descriptors can read the (contiguous) tensors, else ``"pointer"``.
 
     A descriptor's base address must be 16-byte aligned: a contiguous view that starts
     at an odd element of its storage is read through pointers instead.
@@ -477,7 +477,7 @@ def forward_path(path: str, *tensors: torch.Tensor) -> str:
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     tma_ok = tma_available() and all(t.data_ptr() % 16 == 0 for t in tensors)
-    if path == "auto":
+    if path in ("auto", "gluon"):
         return "tma" if tma_ok else "pointer"
     if path == "tma" and not tma_ok:
         raise ValueError("path='tma' needs tensor descriptors (Triton ≥ 3.4 on Hopper, or the interpreter) "
@@ -485,17 +485,48 @@ def forward_path(path: str, *tensors: torch.Tensor) -> str:
     return path
 
 
+@functools.cache
+def _gluon():
+    """The Gluon forward's module, or None where this Triton has no Gluon for Hopper."""
+    try:
+        from examples.flash_attention import gluon_forward
+    except ImportError:
+        return None
+    return gluon_forward
+
+
+def gluon_unsupported(q, k, v, causal: bool) -> str | None:
+    """Why the warp-specialised Gluon forward cannot take this problem, or None if it can."""
+    if INTERPRETED:
+        return "Gluon kernels do not run under the interpreter"
+    if _gluon() is None:
+        return "this Triton has no Gluon for Hopper"
+    if not q.is_cuda or torch.cuda.get_device_capability(q.device) != (9, 0):
+        return "it needs a Hopper GPU (sm_90)"
+    if any(t.data_ptr() % 16 for t in (q, k, v)):
+        return "its tensor descriptors need 16-byte aligned tensors"
+    return _gluon().unsupported(q, k, causal)
+
+
 def flash_forward(q, k, v, causal: bool, sm_scale: float, path: str = "auto", config: dict | None = None):
     """Launch the forward on contiguous inputs; returns (o, lse) with lse in log2 units, (B, H, S_q) fp32.
 
-    ``config`` overrides the table's meta-parameters: the untuned stage uses it, and so can a tuning sweep.
+    ``path="auto"`` takes the Gluon forward where it can (Hopper, full attention, D = 128, lengths
+    multiples of 128) and the Triton kernel elsewhere; ``config`` overrides the Triton kernel's
+    meta-parameters (the untuned stage uses it, and so can a tuning sweep).
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
+    if path in ("auto", "gluon") and config is None and q.numel():  # (1)!
+        reason = gluon_unsupported(q, k, v, causal)
+        if reason is None:
+            return _gluon().gluon_forward(q, k, v, sm_scale)
+        if path == "gluon":
+            raise ValueError(f"path='gluon' cannot take this problem: {reason}")
     o = torch.empty_like(q)
     lse = torch.empty((B, H, S_q), dtype=torch.float32, device=q.device)
     if o.numel() == 0:
         return o, lse
-    config = forward_config(D, causal, S_q, S_k) if config is None else config  # (1)!
+    config = forward_config(D, causal, S_q, S_k) if config is None else config
     path = forward_path(path, q, k, v)
     if path == "tma":
         bm, bn = config["BLOCK_M"], config["BLOCK_N"]
@@ -562,7 +593,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     """``softmax(q·kᵀ·sm_scale [causal, bottom-right]) · v``; differentiable.
 
     q: (B, H, S_q, D); k, v: (B, H_kv, S_k, D) with H_kv dividing H; fp16 or bf16; D ∈ {64, 128}.
-    ``path``: ``"auto"``, ``"tma"`` or ``"pointer"`` picks how the forward reads its tiles.
+    ``path`` picks the forward: ``"auto"`` (the Gluon kernel where it applies, else the Triton kernel
+    through TMA where it can), ``"gluon"``, ``"tma"`` or ``"pointer"`` (the Triton kernel's two paths).
     """
     _check_inputs(q, k, v, causal, sm_scale)
     if path not in PATHS:  # reject a bad path before any work
