@@ -1,9 +1,9 @@
 """Full attention's forward on Hopper, warp-specialised, in Gluon.
 
 Triton's language cannot express the structure that lets cuDNN run this
-forward at about nine tenths of the tensor cores' speed (the chapter's page
-says why: CTA-wide barriers in Triton's load pipeline, a product waited for
-right after its issue, and warp specialisation that hangs). Gluon, the
+forward nearly as fast as a plain matrix multiply (the chapter's page says
+why: CTA-wide barriers in Triton's load pipeline, a product waited for right
+after its issue, and warp specialisation that hangs). Gluon, the
 lower-level language that ships with Triton (``triton.experimental.gluon``),
 exposes the pieces: shared-memory buffers and mbarriers, asynchronous
 tensor-core products with explicit waits, and warp specialisation with
@@ -53,7 +53,8 @@ CONSUMER_REGS = 224
 the loader 24: (256 + 224 + 24) · 128 threads is exactly what 384 threads at launch hold (168 each)."""
 LOADER_REGS = 24
 GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
-_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # named so since Triton 3.7
+# Newer Triton names the TMA copies async_load / async_store; Triton 3.6 has only the long names.
+_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 
 
@@ -151,7 +152,7 @@ def _load(q_desc, k_desc, v_desc, q_row0, kv_row, n_blocks, q_smem, k_smem, v_sm
         _tma_load(q_desc, [q_row0 + wg * ROWS, 0], q_bars.index(wg), q_smem.index(wg))
     for j in range(n_blocks):
         slot = j % RING
-        free = ((j // RING) & 1) ^ 1  # (8)!
+        free = ((j // RING) & 1) ^ 1  # (1)!
         mbarrier.wait(k_empty.index(slot), free)
         mbarrier.expect(k_full.index(slot), k_desc.block_type.nbytes)
         _tma_load(k_desc, [kv_row + j * KEYS, 0], k_full.index(slot), k_smem.index(slot))
@@ -170,7 +171,7 @@ def attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, LSE, qk_scale, S_Q, S_K, 
     D: gl.constexpr = q_desc.block_type.shape[1]
     bh = gl.program_id(1)
     kv_bh = (bh // H) * (H // GROUP) + (bh % H) // GROUP
-    q_row0 = bh * S_Q + gl.program_id(0) * (2 * ROWS)  # (9)!
+    q_row0 = bh * S_Q + gl.program_id(0) * (2 * ROWS)  # (1)!
     kv_row = kv_bh * S_K
     n_blocks = S_K // KEYS
     dtype: gl.constexpr = q_desc.dtype
@@ -197,7 +198,7 @@ def attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, LSE, qk_scale, S_Q, S_K, 
     loader_args = (q_desc, k_desc, v_desc, q_row0, kv_row, n_blocks, q_smem, k_smem, v_smem, q_bars,
                    k_full, k_empty, v_full, v_empty)
     gl.warp_specialize([(_first_consumer, consumer_args), (_second_consumer, consumer_args),
-                        (_load, loader_args)], [4, 1], [CONSUMER_REGS, LOADER_REGS])  # (10)!
+                        (_load, loader_args)], [4, 1], [CONSUMER_REGS, LOADER_REGS])  # (2)!
 # --8<-- [end:kernel]
 
 

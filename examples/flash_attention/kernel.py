@@ -22,6 +22,11 @@ Kernels:
   and the ragged end in a masked one. K and V come through tensor descriptors
   (TMA) on Hopper, through masked pointer loads elsewhere. It saves the
   per-row log-sum-exp for the backward.
+* ``gluon_forward.attn_fwd_ws_kernel``: on Hopper, full attention at D = 128
+  with both lengths multiples of 128 runs this warp-specialised forward,
+  written in Gluon (a loader warp and two consumer warp groups sharing every
+  K/V tile); :func:`gluon_unsupported` says why a problem goes to
+  :func:`attn_fwd_kernel` instead. It saves the same log-sum-exp.
 * :func:`attn_bwd_preprocess_kernel`: ``Δ = rowsum(dO ∘ O)``, and in the fused
   backward it clears the fp32 dQ buffer.
 * :func:`attn_bwd_dkdv_kernel`: one program per block of keys of one K/V head,
