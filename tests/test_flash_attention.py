@@ -339,3 +339,51 @@ def test_auto_takes_the_gluon_forward_only_where_it_applies(monkeypatch):
         assert_close(attention(q, k, v, causal=causal), reference(q.double(), k.double(), v.double(), causal),
                      dtype=torch.float16)
     assert calls == [(1, 2, 256, 128)]
+
+
+_SM90_PTX = """
+import importlib.util, sys
+from triton.backends.compiler import GPUTarget
+from triton.compiler import compile
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+
+spec = importlib.util.spec_from_file_location("gluon_forward", sys.argv[1])
+G = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(G)
+kernel = G.attn_fwd_ws_kernel
+constants = dict(RING=G.STAGES, CONSUMER_REGS=G.CONSUMER_REGS, LOADER_REGS=G.LOADER_REGS)
+signature = {}
+for name in kernel.arg_names:
+    rows = G.BLOCK_M if name in ("q_desc", "o_desc") else G.BLOCK_N
+    layout = gl.NVMMASharedLayout.get_default_for([rows, G.HEAD_DIM], gl.bfloat16)
+    signature[name] = ("constexpr" if name in constants
+                       else f"tensordesc<bf16[{rows}, {G.HEAD_DIM}],{layout!r}>" if name.endswith("_desc")
+                       else "*fp32" if name == "LSE" else "fp32" if name == "qk_scale" else "i32")
+source = GluonASTSource(fn=kernel, signature=signature, constexprs=constants, attrs={})
+print(compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"])
+"""
+
+
+@pytest.mark.skipif(GLUON is None, reason="this Triton has no Gluon for Hopper")
+def test_gluon_register_budgets_fit_what_the_program_holds():
+    """Compiled for sm_90 without a GPU. Warp groups trade registers with setmaxnreg at run time: if the
+    requests add up to more than the 384 threads hold at launch, one waits forever and the kernel hangs.
+
+    The compile runs in a fresh process with the interpreter off: under the interpreter every jitted
+    function, Gluon's own library included, is wrapped as it is defined, and the compiler cannot take it."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    ptx = subprocess.run([sys.executable, "-c", _SM90_PTX, GLUON.__file__], env=env, capture_output=True,
+                         text=True, check=True, timeout=600).stdout
+    threads = int(re.search(r"\.reqntid (\d+)", ptx).group(1))
+    at_launch = int(re.search(r"\.maxnreg (\d+)", ptx).group(1))
+    raised = [int(n) for n in re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+(\d+)", ptx)]
+    lowered = [int(n) for n in re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+(\d+)", ptx)]
+    assert threads == 3 * 128 and GLUON.CONSUMER_REGS in raised and GLUON.LOADER_REGS in lowered
+    default_partition = max(raised)  # the first consumer takes what the workers leave, at most 256
+    assert (default_partition + GLUON.CONSUMER_REGS + GLUON.LOADER_REGS) * 128 <= at_launch * threads
