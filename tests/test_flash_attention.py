@@ -6,6 +6,10 @@ bf16 is checked forward only on the CPU; on a GPU the same tests check bf16 grad
 """
 
 import math
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -372,11 +376,6 @@ def test_gluon_register_budgets_fit_what_the_program_holds():
 
     The compile runs in a fresh process with the interpreter off: under the interpreter every jitted
     function, Gluon's own library included, is wrapped as it is defined, and the compiler cannot take it."""
-    import os
-    import re
-    import subprocess
-    import sys
-
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     ptx = subprocess.run([sys.executable, "-c", _SM90_PTX, GLUON.__file__], env=env, capture_output=True,
                          text=True, check=True, timeout=600).stdout
