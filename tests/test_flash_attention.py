@@ -5,6 +5,7 @@ Under the interpreter the kernels upcast fp16/bf16 tiles to fp32 and bf16 stores
 bf16 is checked forward only on the CPU; on a GPU the same tests check bf16 gradients too.
 """
 
+import json
 import math
 import os
 import re
@@ -33,7 +34,9 @@ if not INTERPRETED:
     SHAPES += [(2, 4, 2, 1000, 1000), (1, 8, 1, 333, 1111)]
 
 
-GLUON = fa._gluon()
+GLUON = fa._gluon("forward")
+GLUON_BACKWARD = fa._gluon("backward")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GLUON_GPU = (GLUON is not None and not INTERPRETED and torch.cuda.is_available()
              and torch.cuda.get_device_capability() == (9, 0))
 
@@ -345,44 +348,117 @@ def test_auto_takes_the_gluon_forward_only_where_it_applies(monkeypatch):
     assert calls == [(1, 2, 256, 128)]
 
 
+@pytest.mark.skipif(GLUON_BACKWARD is None, reason="this Triton has no Gluon for Hopper")
+def test_which_problems_the_gluon_backward_takes():
+    """Head size 128, S_q a positive multiple of 64 and S_k of 128, causal or not; the rest goes to Triton."""
+    q, k = torch.empty(1, 2, 192, 128), torch.empty(1, 1, 384, 128)
+    assert GLUON_BACKWARD.unsupported(q, k) is None
+    assert "head_dim" in GLUON_BACKWARD.unsupported(q[..., :64], k[..., :64])
+    for s_q, s_k in ((100, 384), (0, 384), (192, 192)):
+        assert "multiple" in GLUON_BACKWARD.unsupported(q[:, :, :s_q], k[:, :, :s_k])
+    if not GLUON_GPU:
+        small = inputs((1, 2, 2, 128, 128), torch.float16, d=128)
+        assert fa.gluon_backward_unsupported(*small, small[0])
+
+
+def test_path_gluon_refuses_a_triton_config():
+    """A config is the Triton kernels' meta-parameters: with path='gluon' it would be silently ignored."""
+    q, k, v = inputs((1, 2, 2, 128, 128), torch.float16, d=128)
+    with pytest.raises(ValueError, match="Triton config"):
+        fa.flash_forward(q, k, v, False, 0.1, path="gluon", config=fa.FIXED_FWD_CONFIG)
+    with pytest.raises(ValueError, match="Triton config"):
+        fa.flash_backward(q, k, v, q, None, q, False, 0.1, configs=fa.backward_configs(False, 128, 128),
+                          path="gluon")
+
+
+@pytest.mark.skipif(not GLUON_GPU, reason="the Gluon backward runs on Hopper GPUs only")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", [(1, 2, 2, 64, 128), (2, 4, 1, 256, 640), (1, 8, 2, 640, 256),
+                                   (1, 2, 2, 1024, 1024)], ids=lambda s: "B{}H{}/{}S{}x{}".format(*s))
+def test_gluon_backward_against_float64(shape, causal, dtype):
+    """Grouped heads, S_q ≠ S_k both ways (causal rows that see no key when S_q > S_k), wide scores."""
+    q, k, v = inputs(shape, dtype, d=128)
+    q = q * 3
+    scale = 128 ** -0.5
+    o, lse = fa.flash_forward(q, k, v, causal, scale, path="tma")
+    do = random_tensor(o.shape, dtype)
+    got = fa.flash_backward(q, k, v, o, lse, do, causal, scale, path="gluon")
+    want = gradients64(q, k, v, do, causal, scale)[1:]
+    for name, g, expected in zip(("dq", "dk", "dv"), got, want):
+        assert_close(g, expected, dtype=dtype, name=name)
+
+
+@pytest.mark.skipif(not GLUON_GPU, reason="the Gluon backward runs on Hopper GPUs only")
+def test_auto_takes_the_gluon_backward_only_where_it_applies(monkeypatch):
+    calls = []
+    launch = GLUON_BACKWARD.gluon_dkdv_dq
+    monkeypatch.setattr(GLUON_BACKWARD, "gluon_dkdv_dq", lambda *a: calls.append(a[0].shape) or launch(*a))
+    for shape, causal, d in (((1, 2, 2, 192, 256), True, 128), ((1, 2, 2, 192, 256), False, 64),
+                             ((1, 2, 2, 200, 256), False, 128), ((1, 2, 2, 192, 200), True, 128)):
+        q, k, v = inputs(shape, torch.float16, d=d, requires_grad=True)
+        out = attention(q, k, v, causal=causal)
+        grad = random_tensor(out.shape, torch.float16)
+        out.backward(grad)
+        for name, got, expected in zip(("dq", "dk", "dv"), (q.grad, k.grad, v.grad),
+                                       gradients64(q, k, v, grad, causal)[1:]):
+            assert_close(got, expected, dtype=torch.float16, name=name)
+    assert calls == [(1, 2, 192, 128)]
+
+
 _SM90_PTX = """
-import importlib.util, sys
+import json, sys
 from triton.backends.compiler import GPUTarget
 from triton.compiler import compile
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 
-spec = importlib.util.spec_from_file_location("gluon_forward", sys.argv[1])
-G = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(G)
-kernel = G.attn_fwd_ws_kernel
-constants = dict(RING=G.STAGES, CONSUMER_REGS=G.CONSUMER_REGS, LOADER_REGS=G.LOADER_REGS)
+module, kernel_name, rows = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+G = __import__(module, fromlist=["_"])
+kernel = getattr(G, kernel_name)
+constants = {name: getattr(G, value) if isinstance(value, str) else value
+             for name, value in json.loads(sys.argv[4]).items()}
 signature = {}
 for name in kernel.arg_names:
-    rows = G.BLOCK_M if name in ("q_desc", "o_desc") else G.BLOCK_N
-    layout = gl.NVMMASharedLayout.get_default_for([rows, G.HEAD_DIM], gl.bfloat16)
+    layout = gl.NVMMASharedLayout.get_default_for([rows.get(name, 0), G.HEAD_DIM], gl.bfloat16)
     signature[name] = ("constexpr" if name in constants
-                       else f"tensordesc<bf16[{rows}, {G.HEAD_DIM}],{layout!r}>" if name.endswith("_desc")
-                       else "*fp32" if name == "LSE" else "fp32" if name == "qk_scale" else "i32")
+                       else f"tensordesc<bf16[{rows[name]}, {G.HEAD_DIM}],{layout!r}>" if name.endswith("_desc")
+                       else "*fp32" if name in ("LSE", "DELTA", "DQ") else "*bf16" if name in ("DK", "DV")
+                       else "fp32" if name.endswith("scale") else "i32")
 source = GluonASTSource(fn=kernel, signature=signature, constexprs=constants, attrs={})
 print(compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"])
 """
+_GLUON_KERNELS = {  # module, kernel, rows per descriptor, constexpr arguments (a string names a module constant)
+    "forward": ("gluon_forward", "attn_fwd_ws_kernel",
+                dict(q_desc="BLOCK_M", o_desc="BLOCK_M", k_desc="BLOCK_N", v_desc="BLOCK_N"), dict(RING="STAGES")),
+    "backward": ("gluon_backward", "attn_bwd_ws_kernel",
+                 dict(q_desc="ROWS", do_desc="ROWS", k_desc="KEYS", v_desc="KEYS"), dict(RING="STAGES", CAUSAL=True)),
+}
 
 
 @pytest.mark.skipif(GLUON is None, reason="this Triton has no Gluon for Hopper")
-def test_gluon_register_budgets_fit_what_the_program_holds():
-    """Compiled for sm_90 without a GPU. Warp groups trade registers with setmaxnreg at run time: if the
-    requests add up to more than the 384 threads hold at launch, one waits forever and the kernel hangs.
+@pytest.mark.parametrize("direction", list(_GLUON_KERNELS))
+def test_gluon_register_budgets_are_what_the_module_says(direction):
+    """Compiled for sm_90 without a GPU. Warp groups trade registers with setmaxnreg at run time: the
+    second consumer asks for CONSUMER_REGS and the loader for LOADER_REGS, and the compiler gives the
+    default partition (the first consumer, running the same code) what the workers leave of the
+    registers the 384 threads hold at launch. That share must not fall below CONSUMER_REGS, or the first
+    consumer spills where the second does not.
 
     The compile runs in a fresh process with the interpreter off: under the interpreter every jitted
     function, Gluon's own library included, is wrapped as it is defined, and the compiler cannot take it."""
+    name, kernel, rows, constants = _GLUON_KERNELS[direction]
+    module = fa._gluon(direction)
+    rows = {arg: getattr(module, constant) for arg, constant in rows.items()}
+    constants = dict(constants, CONSUMER_REGS="CONSUMER_REGS", LOADER_REGS="LOADER_REGS")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    ptx = subprocess.run([sys.executable, "-c", _SM90_PTX, GLUON.__file__], env=env, capture_output=True,
-                         text=True, check=True, timeout=600).stdout
+    ptx = subprocess.run([sys.executable, "-c", _SM90_PTX, f"examples.flash_attention.{name}", kernel,
+                          json.dumps(rows), json.dumps(constants)], env=env, capture_output=True, text=True,
+                         check=True, timeout=600, cwd=ROOT).stdout
     threads = int(re.search(r"\.reqntid (\d+)", ptx).group(1))
     at_launch = int(re.search(r"\.maxnreg (\d+)", ptx).group(1))
-    raised = [int(n) for n in re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32\s+(\d+)", ptx)]
-    lowered = [int(n) for n in re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+(\d+)", ptx)]
-    assert threads == 3 * 128 and GLUON.CONSUMER_REGS in raised and GLUON.LOADER_REGS in lowered
-    default_partition = max(raised)  # the first consumer takes what the workers leave, at most 256
-    assert (default_partition + GLUON.CONSUMER_REGS + GLUON.LOADER_REGS) * 128 <= at_launch * threads
+    requested = [int(n) for n in re.findall(r"setmaxnreg\.(?:inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)]
+    assert threads == 3 * 128
+    first_consumer = (3 * at_launch - module.CONSUMER_REGS - module.LOADER_REGS) // 8 * 8
+    assert {module.CONSUMER_REGS, module.LOADER_REGS, min(first_consumer, 256)} <= set(requested)
+    assert first_consumer >= module.CONSUMER_REGS

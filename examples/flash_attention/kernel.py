@@ -29,12 +29,18 @@ Kernels:
   :func:`attn_fwd_kernel` instead. It saves the same log-sum-exp.
 * :func:`attn_bwd_preprocess_kernel`: ``Δ = rowsum(dO ∘ O)``, and in the fused
   backward it clears the fp32 dQ buffer.
+* ``gluon_backward.attn_bwd_ws_kernel``: on Hopper, at D = 128 with S_q a
+  multiple of 64 and S_k of 128, causal or not, the backward's main kernel is
+  this warp-specialised one, written in Gluon (a loader warp and two consumer
+  warp groups, 64 keys each): dK and dV, and dQ added into the fp32 buffer;
+  :func:`gluon_backward_unsupported` says why a problem goes to the Triton
+  kernels below instead.
 * :func:`attn_bwd_dkdv_kernel`: one program per block of keys of one K/V head,
   looping over every query head of its group and every query block that sees
   it: dK and dV without atomics. In the fused backward (the config table's
   choice for long sequences) it also adds the block's share of dQ into the
-  fp32 buffer with atomic additions (a TMA reduction on Hopper), and
-  :func:`attn_bwd_dq_cast_kernel` scales and casts the buffer afterwards.
+  fp32 buffer with atomic additions (a TMA reduction on Hopper).
+* :func:`attn_bwd_dq_cast_kernel` scales and casts the fused backward's dQ buffer.
 * :func:`attn_bwd_dq_kernel`: the split backward's dQ, one program per block of
   queries, looping over the keys it sees (recomputing P and dP).
 
@@ -44,6 +50,7 @@ Run this file (``python -m examples.flash_attention.kernel``) for a quick check.
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 
 import torch
@@ -473,15 +480,19 @@ def _check_inputs(q, k, v, causal, sm_scale) -> None:
         raise ValueError(f"sm_scale must be a positive finite number or None, got {sm_scale!r}")
 
 
+def _aligned(*tensors: torch.Tensor) -> bool:
+    """Whether every tensor starts 16-byte aligned, as a TMA descriptor's base address must."""
+    return all(t.data_ptr() % 16 == 0 for t in tensors)
+
+
 def forward_path(path: str, *tensors: torch.Tensor) -> str:
     """The Triton kernel's path: ``"tma"`` where descriptors can read the (contiguous) tensors, else ``"pointer"``.
 
-    A descriptor's base address must be 16-byte aligned: a contiguous view that starts
-    at an odd element of its storage is read through pointers instead.
+    A contiguous view that starts at an odd element of its storage is read through pointers instead.
     """
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
-    tma_ok = tma_available() and all(t.data_ptr() % 16 == 0 for t in tensors)
+    tma_ok = tma_available() and _aligned(*tensors)
     if path in ("auto", "gluon"):
         return "tma" if tma_ok else "pointer"
     if path == "tma" and not tma_ok:
@@ -491,26 +502,52 @@ def forward_path(path: str, *tensors: torch.Tensor) -> str:
 
 
 @functools.cache
-def _gluon():
-    """The Gluon forward's module, or None where this Triton has no Gluon for Hopper."""
+def _gluon(direction: str = "forward"):
+    """The Gluon ``"forward"`` or ``"backward"`` module, or None where this Triton has no Gluon for Hopper."""
     try:
-        from examples.flash_attention import gluon_forward
+        return importlib.import_module(f"examples.flash_attention.gluon_{direction}")
     except ImportError:
         return None
-    return gluon_forward
+
+
+def _gluon_unsupported(direction: str, *tensors: torch.Tensor) -> str | None:
+    """What rules out either Gluon kernel before its own shape rules: the interpreter, the Triton, the GPU."""
+    if INTERPRETED:
+        return "Gluon kernels do not run under the interpreter"
+    if _gluon(direction) is None:
+        return "this Triton has no Gluon for Hopper"
+    if not tensors[0].is_cuda or torch.cuda.get_device_capability(tensors[0].device) != (9, 0):
+        return "it needs a Hopper GPU (sm_90)"
+    if not _aligned(*tensors):
+        return "its tensor descriptors need 16-byte aligned tensors"
+    return None
 
 
 def gluon_unsupported(q, k, v, causal: bool) -> str | None:
     """Why the warp-specialised Gluon forward cannot take this problem, or None if it can."""
-    if INTERPRETED:
-        return "Gluon kernels do not run under the interpreter"
-    if _gluon() is None:
-        return "this Triton has no Gluon for Hopper"
-    if not q.is_cuda or torch.cuda.get_device_capability(q.device) != (9, 0):
-        return "it needs a Hopper GPU (sm_90)"
-    if any(t.data_ptr() % 16 for t in (q, k, v)):
-        return "its tensor descriptors need 16-byte aligned tensors"
-    return _gluon().unsupported(q, k, causal)
+    return _gluon_unsupported("forward", q, k, v) or _gluon("forward").unsupported(q, k, causal)
+
+
+def gluon_backward_unsupported(q, k, v, do) -> str | None:
+    """Why the warp-specialised Gluon backward cannot take this problem, or None if it can."""
+    return _gluon_unsupported("backward", q, k, v, do) or _gluon("backward").unsupported(q, k)
+
+
+def _gluon_chosen(path: str, tuned_by_hand: bool, reason) -> bool:
+    """Whether ``path`` sends a call to a Gluon kernel; ``reason`` (called only if needed) says why it cannot.
+
+    ``path="gluon"`` with hand-set Triton meta-parameters, or on a problem the kernel cannot take, raises.
+    """
+    if path not in ("auto", "gluon"):
+        return False
+    if tuned_by_hand:
+        if path == "gluon":
+            raise ValueError("path='gluon' runs a Gluon kernel: a Triton config does not apply to it")
+        return False
+    why_not = reason()
+    if why_not and path == "gluon":
+        raise ValueError(f"path='gluon' cannot take this problem: {why_not}")
+    return why_not is None
 
 
 def flash_forward(q, k, v, causal: bool, sm_scale: float, path: str = "auto", config: dict | None = None):
@@ -521,12 +558,8 @@ def flash_forward(q, k, v, causal: bool, sm_scale: float, path: str = "auto", co
     meta-parameters (the untuned stage uses it, and so can a tuning sweep).
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
-    if path in ("auto", "gluon") and config is None and q.numel():  # (1)!
-        reason = gluon_unsupported(q, k, v, causal)
-        if reason is None:
-            return _gluon().gluon_forward(q, k, v, sm_scale)
-        if path == "gluon":
-            raise ValueError(f"path='gluon' cannot take this problem: {reason}")
+    if q.numel() and _gluon_chosen(path, config is not None, lambda: gluon_unsupported(q, k, v, causal)):  # (1)!
+        return _gluon("forward").gluon_forward(q, k, v, sm_scale)
     o = torch.empty_like(q)
     lse = torch.empty((B, H, S_q), dtype=torch.float32, device=q.device)
     if o.numel() == 0:
@@ -545,31 +578,40 @@ def flash_forward(q, k, v, causal: bool, sm_scale: float, path: str = "auto", co
     return o, lse
 
 
-def flash_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: tuple | None = None):
-    """dq, dk, dv from the saved lse (contiguous inputs): Δ = rowsum(dO∘O), then either one dK/dV kernel
-    that also adds dQ into an fp32 buffer (``configs[1] is None``) or the dK/dV and dQ kernels.
+def flash_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: tuple | None = None,
+                   path: str = "auto"):
+    """dq, dk, dv from the saved lse (contiguous inputs): Δ = rowsum(dO∘O), then one kernel that writes
+    dK and dV and adds dQ into an fp32 buffer (the Gluon kernel, or the Triton one when ``configs[1] is None``),
+    or the Triton dK/dV and dQ kernels.
 
-    ``configs`` = (dK/dV config, dQ config or None) overrides the table's.
+    ``path`` as for the forward: ``"auto"`` takes the Gluon backward where it can (Hopper, D = 128,
+    S_q a multiple of 64, S_k of 128), ``"gluon"`` forces it, ``"tma"`` and ``"pointer"`` keep the
+    Triton kernels. ``configs`` = (dK/dV config, dQ config or None) sets the Triton kernels' meta-parameters.
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
+    gluon = q.numel() and _gluon_chosen(path, configs is not None,
+                                        lambda: gluon_backward_unsupported(q, k, v, do))
     kv_cfg, q_cfg = backward_configs(causal, S_q, S_k) if configs is None else configs
-    fused = q_cfg is None  # (3)!
+    fused = gluon or q_cfg is None  # (3)!
     delta = torch.empty_like(lse)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     dq_acc = torch.empty(q.shape, dtype=torch.float32, device=q.device) if fused else dq
     attn_bwd_preprocess_kernel[(triton.cdiv(S_q, 64), B * H)](o, do, delta, dq_acc, S_q, HEAD_DIM=D, BLOCK_M=64,
                                                               FUSE_DQ=fused)
-    dq_tma = fused and tma_available() and not INTERPRETED  # (4)!
-    dq_arg = _descriptor(dq_acc, kv_cfg["BLOCK_M"]) if dq_tma else dq_acc
-    args = (q, k, v, do, lse, delta)
-    sizes = (sm_scale, S_q, S_k, H, H // H_kv)
-    common = dict(HEAD_DIM=D, CAUSAL=causal, UPCAST=INTERPRETED)
-    attn_bwd_dkdv_kernel[(triton.cdiv(S_k, kv_cfg["BLOCK_N"]), B * H_kv)](*args, dq_arg, dk, dv, *sizes, **common,
-                                                                           FUSE_DQ=fused, DQ_TMA=dq_tma,
-                                                                           ROTATE=fused and not causal, **kv_cfg)
-    if not fused:
-        attn_bwd_dq_kernel[(triton.cdiv(S_q, q_cfg["BLOCK_M"]), B * H)](*args, dq, *sizes, **common, **q_cfg)
-    elif dq.numel():
+    if gluon:
+        _gluon("backward").gluon_dkdv_dq(q, k, v, do, lse, delta, dq_acc, dk, dv, causal, sm_scale)
+    else:
+        dq_tma = fused and tma_available() and not INTERPRETED  # (4)!
+        dq_arg = _descriptor(dq_acc, kv_cfg["BLOCK_M"]) if dq_tma else dq_acc
+        args = (q, k, v, do, lse, delta)
+        sizes = (sm_scale, S_q, S_k, H, H // H_kv)
+        common = dict(HEAD_DIM=D, CAUSAL=causal, UPCAST=INTERPRETED)
+        attn_bwd_dkdv_kernel[(triton.cdiv(S_k, kv_cfg["BLOCK_N"]), B * H_kv)](
+            *args, dq_arg, dk, dv, *sizes, **common, FUSE_DQ=fused, DQ_TMA=dq_tma, ROTATE=fused and not causal,
+            **kv_cfg)
+        if not fused:
+            attn_bwd_dq_kernel[(triton.cdiv(S_q, q_cfg["BLOCK_M"]), B * H)](*args, dq, *sizes, **common, **q_cfg)
+    if fused and dq.numel():
         attn_bwd_dq_cast_kernel[(triton.cdiv(dq.numel(), 4096),)](dq_acc, dq, sm_scale, dq.numel(), BLOCK=4096)
     return dq, dk, dv
 
@@ -578,19 +620,20 @@ class FlashAttention(torch.autograd.Function):
     """Forward saves q, k, v, o and the per-row lse; backward recomputes P block by block from them."""
 
     @staticmethod
-    def forward(ctx, q, k, v, causal, sm_scale, forward_fn):
+    def forward(ctx, q, k, v, causal, sm_scale, forward_fn, backward_path):
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # (5)!
         o, lse = forward_fn(q, k, v, causal, sm_scale)
         ctx.save_for_backward(q, k, v, o, lse)
-        ctx.causal, ctx.sm_scale = causal, sm_scale
+        ctx.causal, ctx.sm_scale, ctx.backward_path = causal, sm_scale, backward_path
         return o
 
     @staticmethod
     @torch.autograd.function.once_differentiable  # the backward kernels have no backward themselves
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = flash_backward(q, k, v, o, lse, do.contiguous(), ctx.causal, ctx.sm_scale)
-        return dq, dk, dv, None, None, None
+        dq, dk, dv = flash_backward(q, k, v, o, lse, do.contiguous(), ctx.causal, ctx.sm_scale,
+                                    path=ctx.backward_path)
+        return dq, dk, dv, None, None, None, None
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
@@ -598,14 +641,15 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     """``softmax(q·kᵀ·sm_scale [causal, bottom-right]) · v``; differentiable.
 
     q: (B, H, S_q, D); k, v: (B, H_kv, S_k, D) with H_kv dividing H; fp16 or bf16; D ∈ {64, 128}.
-    ``path`` picks the forward: ``"auto"`` (the Gluon kernel where it applies, else the Triton kernel
-    through TMA where it can), ``"gluon"``, ``"tma"`` or ``"pointer"`` (the Triton kernel's two paths).
+    ``path`` picks the kernels: ``"auto"`` (the Gluon forward and backward where each applies, else the
+    Triton kernels, the forward through TMA where it can), ``"gluon"`` (both Gluon kernels, or an error),
+    ``"tma"`` or ``"pointer"`` (the Triton kernels, the forward's two paths).
     """
     _check_inputs(q, k, v, causal, sm_scale)
     if path not in PATHS:  # reject a bad path before any work
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
-    return FlashAttention.apply(q, k, v, causal, scale, functools.partial(flash_forward, path=path))
+    return FlashAttention.apply(q, k, v, causal, scale, functools.partial(flash_forward, path=path), path)
 # --8<-- [end:launcher]
 
 

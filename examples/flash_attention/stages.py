@@ -13,7 +13,8 @@
 ==================  =====================================================================
 
 Every stage saves the same log2-domain log-sum-exp, so all of them share the
-chapter's backward: in a forward+backward measurement only the forward differs.
+chapter's backward (on Hopper, the warp-specialised Gluon backward where it
+applies): in a forward+backward measurement only the forward differs.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def naive_attention(q, k, v, causal: bool = False, sm_scale: float | None = None
     """Stage 1: the whole row of scores in one block (S_k·D ≤ 32768); the chapter's backward."""
     _check_inputs(q, k, v, causal, sm_scale)
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
-    return FlashAttention.apply(q, k, v, causal, scale, naive_forward)
+    return FlashAttention.apply(q, k, v, causal, scale, naive_forward, "auto")
 # --8<-- [end:naive]
 
 
@@ -103,7 +104,7 @@ def flash_attention_untuned(q, k, v, causal: bool = False, sm_scale: float | Non
     _check_inputs(q, k, v, causal, sm_scale)
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
     forward = functools.partial(flash_forward, path="pointer", config=FIXED_FWD_CONFIG)
-    return FlashAttention.apply(q, k, v, causal, scale, forward)
+    return FlashAttention.apply(q, k, v, causal, scale, forward, "auto")
 # --8<-- [end:flash_stages]
 
 
