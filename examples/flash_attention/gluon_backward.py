@@ -38,7 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from examples.flash_attention.gluon_forward import HEAD_DIM, LOG2E, _descriptor, _tma_load
+from examples.flash_attention.gluon_forward import HEAD_DIM, LOG2E, _descriptor, _tma_load, wgmma_layout
 
 KEYS = 128
 """Keys per program, 64 per consumer warp group (one wgmma M each)."""
@@ -56,9 +56,9 @@ _partition_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 
 # --8<-- [start:consumer]
 @gluon.jit
-def _query_row(step, bh0, S_Q, lo, blocks_per_head):
+def _query_row(step, bh0, S_Q, lo, blocks_per_head, M: gl.constexpr):
     """The flattened (B·H·S_q) row where step ``step`` starts: query head bh0 + step // blocks_per_head."""
-    return (bh0 + step // blocks_per_head) * S_Q + lo + step % blocks_per_head * 64
+    return (bh0 + step // blocks_per_head) * S_Q + lo + step % blocks_per_head * M
 
 
 @gluon.jit
@@ -70,12 +70,9 @@ def _consume(WG: gl.constexpr, LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, 
     D: gl.constexpr = k_smem.shape[1]
     M: gl.constexpr = q_smem.shape[1]
     RING: gl.constexpr = q_smem.shape[0]
-    st_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                        instr_shape=[16, M, 16])  # (1)!
-    grad_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                          instr_shape=[16, D, 16])
-    dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                        instr_shape=[16, HALF, 16])
+    st_layout: gl.constexpr = wgmma_layout(M)  # (1)!
+    grad_layout: gl.constexpr = wgmma_layout(D)
+    dq_layout: gl.constexpr = wgmma_layout(HALF)
     lhs_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=grad_layout, k_width=2)
     query_cols: gl.constexpr = gl.SliceLayout(0, st_layout)
 
@@ -96,7 +93,7 @@ def _consume(WG: gl.constexpr, LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, 
         slot = step % RING
         phase = (step // RING) & 1
         ds_buf = step % 2
-        row = _query_row(step, bh0, S_Q, lo, blocks_per_head)
+        row = _query_row(step, bh0, S_Q, lo, blocks_per_head, M)
         lse = gl.load(LSE + row + offs_m)  # (4)!
         delta = gl.load(DELTA + row + offs_m)
 
@@ -158,6 +155,7 @@ def _second_consumer(LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, shift, n0,
 @gluon.jit
 def _load(k_desc, v_desc, q_desc, do_desc, S_Q, n0, kv_row, bh0, lo, blocks_per_head, n_steps,
           k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty, do_full, do_empty):
+    M: gl.constexpr = q_smem.shape[1]
     RING: gl.constexpr = q_smem.shape[0]
     mbarrier.expect(kv_bar, 2 * k_desc.block_type.nbytes)
     _tma_load(k_desc, [kv_row + n0, 0], kv_bar, k_smem)
@@ -165,7 +163,7 @@ def _load(k_desc, v_desc, q_desc, do_desc, S_Q, n0, kv_row, bh0, lo, blocks_per_
     for step in range(n_steps):
         slot = step % RING
         free = ((step // RING) & 1) ^ 1
-        row = _query_row(step, bh0, S_Q, lo, blocks_per_head)
+        row = _query_row(step, bh0, S_Q, lo, blocks_per_head, M)
         mbarrier.wait(q_empty.index(slot), free)
         mbarrier.expect(q_full.index(slot), q_desc.block_type.nbytes)
         _tma_load(q_desc, [row, 0], q_full.index(slot), q_smem.index(slot))

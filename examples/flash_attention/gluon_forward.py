@@ -59,6 +59,12 @@ _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_globa
 
 
 # --8<-- [start:consumer]
+@gluon.constexpr_function
+def wgmma_layout(columns):
+    """Registers of one warp group's 64-row tensor-core product with ``columns`` columns (its accumulator)."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, columns, 16])
+
+
 @gluon.jit
 def _online_softmax(s, m_i, l_i, qk_scale, o_rows: gl.constexpr):
     """The Triton kernel's unmasked step: new running max, P = 2^(S·scale − m), rescale factor, row sums."""
@@ -77,10 +83,8 @@ def _consume(WG: gl.constexpr, o_desc, LSE, qk_scale, q_row0, n_blocks,
     D: gl.constexpr = q_smem.shape[2]
     KEYS: gl.constexpr = k_smem.shape[1]
     RING: gl.constexpr = k_smem.shape[0]
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, KEYS, 16])  # (2)!
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, D, 16])
+    s_layout: gl.constexpr = wgmma_layout(KEYS)  # (2)!
+    o_layout: gl.constexpr = wgmma_layout(D)
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     s_rows: gl.constexpr = gl.SliceLayout(1, s_layout)
     o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)

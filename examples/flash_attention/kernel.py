@@ -589,7 +589,7 @@ def flash_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: 
     Triton kernels. ``configs`` = (dK/dV config, dQ config or None) sets the Triton kernels' meta-parameters.
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
-    gluon = q.numel() and _gluon_chosen(path, configs is not None,
+    gluon = bool(q.numel()) and _gluon_chosen(path, configs is not None,
                                         lambda: gluon_backward_unsupported(q, k, v, do))
     kv_cfg, q_cfg = backward_configs(causal, S_q, S_k) if configs is None else configs
     fused = gluon or q_cfg is None  # (3)!
