@@ -361,6 +361,19 @@ def test_which_problems_the_gluon_backward_takes():
         assert fa.gluon_backward_unsupported(*small, small[0])
 
 
+@pytest.mark.parametrize("missing, found", [("triton.experimental.gluon", None), ("examples.flash_attention", "raise")])
+def test_only_a_missing_gluon_means_no_gluon_kernel(monkeypatch, missing, found):
+    """A Triton without Gluon loses the fast path; a broken module of ours raises instead of hiding."""
+    def import_module(name):
+        raise ImportError("missing", name=missing)
+    monkeypatch.setattr(fa.importlib, "import_module", import_module)
+    if found == "raise":
+        with pytest.raises(ImportError):
+            fa._gluon.__wrapped__("backward")
+    else:
+        assert fa._gluon.__wrapped__("backward") is None
+
+
 def test_path_gluon_refuses_a_triton_config():
     """A config is the Triton kernels' meta-parameters: with path='gluon' it would be silently ignored."""
     q, k, v = inputs((1, 2, 2, 128, 128), torch.float16, d=128)

@@ -38,7 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from examples.flash_attention.gluon_forward import HEAD_DIM, LOG2E, _descriptor, _tma_load, wgmma_layout
+from examples.flash_attention.gluon_forward import HEAD_DIM, LOG2E, row_descriptor, tma_load, wgmma_layout
 
 KEYS = 128
 """Keys per program, 64 per consumer warp group (one wgmma M each)."""
@@ -158,18 +158,18 @@ def _load(k_desc, v_desc, q_desc, do_desc, S_Q, n0, kv_row, bh0, lo, blocks_per_
     M: gl.constexpr = q_smem.shape[1]
     RING: gl.constexpr = q_smem.shape[0]
     mbarrier.expect(kv_bar, 2 * k_desc.block_type.nbytes)
-    _tma_load(k_desc, [kv_row + n0, 0], kv_bar, k_smem)
-    _tma_load(v_desc, [kv_row + n0, 0], kv_bar, v_smem)
+    tma_load(k_desc, [kv_row + n0, 0], kv_bar, k_smem)
+    tma_load(v_desc, [kv_row + n0, 0], kv_bar, v_smem)
     for step in range(n_steps):
         slot = step % RING
         free = ((step // RING) & 1) ^ 1
         row = _query_row(step, bh0, S_Q, lo, blocks_per_head, M)
         mbarrier.wait(q_empty.index(slot), free)
         mbarrier.expect(q_full.index(slot), q_desc.block_type.nbytes)
-        _tma_load(q_desc, [row, 0], q_full.index(slot), q_smem.index(slot))
+        tma_load(q_desc, [row, 0], q_full.index(slot), q_smem.index(slot))
         mbarrier.wait(do_empty.index(slot), free)
         mbarrier.expect(do_full.index(slot), do_desc.block_type.nbytes)
-        _tma_load(do_desc, [row, 0], do_full.index(slot), do_smem.index(slot))
+        tma_load(do_desc, [row, 0], do_full.index(slot), do_smem.index(slot))
 # --8<-- [end:loader]
 
 
@@ -243,7 +243,7 @@ def gluon_dkdv_dq(q, k, v, do, lse, delta, dq_acc, dk, dv, causal: bool, sm_scal
     """
     (B, H, S_q, _), (_, H_kv, S_k, _) = q.shape, k.shape
     attn_bwd_ws_kernel[(S_k // KEYS, B * H_kv)](
-        _descriptor(k, KEYS), _descriptor(v, KEYS), _descriptor(q, ROWS), _descriptor(do, ROWS),
+        row_descriptor(k, KEYS), row_descriptor(v, KEYS), row_descriptor(q, ROWS), row_descriptor(do, ROWS),
         lse, delta, dq_acc, dk, dv, sm_scale * LOG2E, sm_scale, S_q, S_k, H, H // H_kv,
         CAUSAL=causal, RING=STAGES, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4,
     )

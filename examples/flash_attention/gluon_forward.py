@@ -54,8 +54,8 @@ the loader 24: (256 + 224 + 24) · 128 threads is exactly what 384 threads at la
 LOADER_REGS = 24
 GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 # Newer Triton names the TMA copies async_load / async_store; Triton 3.6 has only the long names.
-_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-_tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 
 
 # --8<-- [start:consumer]
@@ -125,7 +125,7 @@ def _consume(WG: gl.constexpr, o_desc, LSE, qk_scale, q_row0, n_blocks,
     gl.store(LSE + offs_m, m_i + gl.log2(l_i))
     q.store((acc / gl.convert_layout(l_i, o_rows)[:, None]).to(dtype))  # (7)!
     fence_async_shared()
-    _tma_store(o_desc, [row0, 0], q)
+    tma_store(o_desc, [row0, 0], q)
     tma.store_wait(0)
 
 
@@ -153,16 +153,16 @@ def _load(q_desc, k_desc, v_desc, q_row0, kv_row, n_blocks, q_smem, k_smem, v_sm
     RING: gl.constexpr = k_smem.shape[0]
     for wg in gl.static_range(2):
         mbarrier.expect(q_bars.index(wg), q_desc.block_type.nbytes)
-        _tma_load(q_desc, [q_row0 + wg * ROWS, 0], q_bars.index(wg), q_smem.index(wg))
+        tma_load(q_desc, [q_row0 + wg * ROWS, 0], q_bars.index(wg), q_smem.index(wg))
     for j in range(n_blocks):
         slot = j % RING
         free = ((j // RING) & 1) ^ 1  # (1)!
         mbarrier.wait(k_empty.index(slot), free)
         mbarrier.expect(k_full.index(slot), k_desc.block_type.nbytes)
-        _tma_load(k_desc, [kv_row + j * KEYS, 0], k_full.index(slot), k_smem.index(slot))
+        tma_load(k_desc, [kv_row + j * KEYS, 0], k_full.index(slot), k_smem.index(slot))
         mbarrier.wait(v_empty.index(slot), free)
         mbarrier.expect(v_full.index(slot), v_desc.block_type.nbytes)
-        _tma_load(v_desc, [kv_row + j * KEYS, 0], v_full.index(slot), v_smem.index(slot))
+        tma_load(v_desc, [kv_row + j * KEYS, 0], v_full.index(slot), v_smem.index(slot))
 # --8<-- [end:loader]
 
 
@@ -219,7 +219,7 @@ def unsupported(q: torch.Tensor, k: torch.Tensor, causal: bool) -> str | None:
     return None
 
 
-def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
+def row_descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
     """A 2-D descriptor over the (B·H·S, D) rows of a contiguous (B, H, S, D) tensor."""
     flat = t.view(-1, t.shape[-1])
     layout = gl.NVMMASharedLayout.get_default_for([rows, flat.shape[1]], GL_DTYPES[t.dtype])
@@ -232,7 +232,7 @@ def gluon_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: f
     o = torch.empty_like(q)
     lse = torch.empty((B, H, S_q), dtype=torch.float32, device=q.device)
     attn_fwd_ws_kernel[(S_q // (2 * BLOCK_M), B * H)](
-        _descriptor(q, BLOCK_M), _descriptor(k, BLOCK_N), _descriptor(v, BLOCK_N), _descriptor(o, BLOCK_M),
+        row_descriptor(q, BLOCK_M), row_descriptor(k, BLOCK_N), row_descriptor(v, BLOCK_N), row_descriptor(o, BLOCK_M),
         lse, sm_scale * LOG2E, S_q, S_k, H, H // H_kv,
         RING=STAGES, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4,
     )

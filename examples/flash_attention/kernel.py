@@ -502,12 +502,14 @@ def forward_path(path: str, *tensors: torch.Tensor) -> str:
 
 
 @functools.cache
-def _gluon(direction: str = "forward"):
+def _gluon(direction: str):
     """The Gluon ``"forward"`` or ``"backward"`` module, or None where this Triton has no Gluon for Hopper."""
     try:
         return importlib.import_module(f"examples.flash_attention.gluon_{direction}")
-    except ImportError:
-        return None
+    except ImportError as missing:
+        if (missing.name or "").startswith("triton"):
+            return None
+        raise  # a broken module of ours must fail loudly, not turn into "no Gluon here"
 
 
 def _gluon_unsupported(direction: str, *tensors: torch.Tensor) -> str | None:
@@ -590,7 +592,7 @@ def flash_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: 
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
     gluon = bool(q.numel()) and _gluon_chosen(path, configs is not None,
-                                        lambda: gluon_backward_unsupported(q, k, v, do))
+                                              lambda: gluon_backward_unsupported(q, k, v, do))
     kv_cfg, q_cfg = backward_configs(causal, S_q, S_k) if configs is None else configs
     fused = gluon or q_cfg is None  # (3)!
     delta = torch.empty_like(lse)
