@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import io
-import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,33 +72,52 @@ class Chapter:
         return sorted(found)
 
     def code_hash(self) -> str:
-        """:func:`code_hash` of ``kernel.py`` alone, or of every file in :meth:`code_files`."""
+        """:func:`code_hash` of ``kernel.py`` alone, or of every file in :meth:`code_files`.
+
+        The files' hashes are combined without their paths, so moving a shared
+        module to another folder leaves the results that measured it fresh.
+        """
         files = self.code_files()
         if files == [self.kernel_file]:
             return code_hash(self.kernel_file.read_text())
-        parts = "\n".join(f"{p.relative_to(REPO_ROOT).as_posix()} {code_hash(p.read_text())}" for p in files)
+        parts = "\n".join(sorted(code_hash(p.read_text()) for p in files))
         return hashlib.sha256(parts.encode()).hexdigest()[:16]
 
 
 def code_hash(source: str) -> str:
-    """Hash of a module's code, blind to comments and blank lines.
+    """Hash of a module's syntax tree: blind to comments, blank lines and layout.
 
-    Results record this hash of the kernel file they measured. Leaving out
-    comments means that editing an annotation on a page does not make the
-    published numbers look stale, while any change to the code (or its
-    docstrings) does. Only the tokenizer's comment positions are used, and the
-    source text itself is hashed: token strings and ``ast.dump`` differ between
-    Python versions (3.12 splits f-strings), and results are measured under
-    whatever Python the GPU machine has.
+    Results record this hash of the kernel code they measured. Comments and
+    formatting (quotes, line breaks, a formatter's run) leave it unchanged, so
+    editing an annotation on a page does not make the published numbers look
+    stale, while any change to the code or its docstrings does. The tree is
+    written out by :func:`_tree_text` rather than ``ast.dump``, whose output
+    differs between Python versions, and results are measured under whatever
+    Python the GPU machine has.
     """
-    lines = source.splitlines()
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT:
-            (row, start), (_, end) = token.start, token.end
-            line = lines[row - 1]
-            lines[row - 1] = line[:start] + line[end:]
-    code = "\n".join(line.rstrip() for line in lines if line.strip())
-    return hashlib.sha256(code.encode()).hexdigest()[:16]
+    return hashlib.sha256(_tree_text(ast.parse(source)).encode()).hexdigest()[:16]
+
+
+def _tree_text(node: object) -> str:
+    """A canonical text of an AST: node types and the fields that carry meaning.
+
+    Empty and ``None`` fields are left out (newer Pythons add fields such as
+    ``type_params``, empty in older code), as are expression contexts; runs of
+    whitespace inside string constants collapse to one space, so a formatter
+    re-indenting a docstring changes nothing.
+    """
+    if isinstance(node, ast.AST):
+        fields = []
+        for name, value in ast.iter_fields(node):
+            if name == "ctx" or value is None or value == []:
+                continue
+            fields.append(f"{name}={_tree_text(value)}")
+        return f"{type(node).__name__}({','.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ",".join(_tree_text(item) for item in node) + "]"
+    if isinstance(node, str):
+        return repr(" ".join(node.split()))
+    return repr(node)
 
 
 def _imported_example_modules(path: Path) -> list[Path]:

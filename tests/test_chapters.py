@@ -19,6 +19,14 @@ def test_hash_sees_code_changes(changed):
     assert code_hash(changed) != code_hash(CODE)
 
 
+def test_hash_ignores_layout_quotes_and_docstring_indentation():
+    reformatted = "def f( x ):\n    return (x +\n            1)\n"
+    assert code_hash(reformatted) == code_hash(CODE)
+    documented = 'def f(x):\n    """Doc,\n    two lines."""\n    return x + 1\n'
+    requoted = documented.replace('"""', "'''").replace("\n    two", "\n        two")
+    assert code_hash(requoted) == code_hash(documented)
+
+
 def test_hash_is_stable_across_fstring_tokenization():
     # Python 3.12 tokenizes f-strings into pieces; the concatenation is unchanged.
     assert code_hash('x = f"a {b} c"\n') == code_hash('x = f"a {b} c"  # note\n')
