@@ -1,7 +1,7 @@
 # Triton Academy: two commands on a fresh machine with Python >= 3.10.
 #
 #   make serve   create .venv if missing, install, build and serve the site on http://127.0.0.1:8000
-#   make test    create .venv if missing, install, install Debian's chromium if missing, run pytest
+#   make test    create .venv if missing, install, lint, install Debian's chromium if missing, run pytest
 #
 # Installs are skipped on re-runs until pyproject.toml changes (stamp file in .venv).
 
@@ -23,7 +23,7 @@ STAMP      := $(VENV)/.academy-installed
 NB_CONFIG  := $(VENV)/etc/jupyter/jupyter_nbconvert_config.json
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install serve site test test-fast browser clean
+.PHONY: install serve site lint test test-fast browser clean
 
 install: $(STAMP) $(NB_CONFIG)
 
@@ -53,7 +53,12 @@ browser:
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; \
 	fi
 
-test: install browser
+# The linter and the formatter first: seconds, before minutes of tests.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: install lint browser
 	$(PY) -m pytest
 
 # Everything except the site build and the browser.

@@ -70,9 +70,7 @@ def _exec_from_file(code: str, _globals: dict | None = None) -> None:
         # Drop runpy's own frames: start at the first frame of the block file.
         start = next((i for i, f in enumerate(frames) if f.filename == str(path)), 0)
         tb = "".join(traceback.format_list(frames[start:]))
-        raise CodeBlockError(
-            f"Traceback (block file {path}):\n{tb}{type(exc).__name__}: {exc}"
-        ) from exc
+        raise CodeBlockError(f"Traceback (block file {path}):\n{tb}{type(exc).__name__}: {exc}") from exc
 
 
 if _codeblocks is not None:

@@ -156,8 +156,7 @@ class KernelAsm:
 def _require_gpu() -> None:
     if INTERPRETED:
         raise RuntimeError(
-            "compiling to PTX/SASS needs a CUDA GPU: under TRITON_INTERPRET=1 kernels are "
-            "interpreted, never compiled"
+            "compiling to PTX/SASS needs a CUDA GPU: under TRITON_INTERPRET=1 kernels are interpreted, never compiled"
         )
 
 
@@ -289,9 +288,9 @@ def load_asm(slug: str) -> list[dict[str, Any]]:
 
 def _run_chapter_once(slug: str) -> None:
     """Launch the chapter's own op once, on the first forward case of its benchmark spec."""
-    import torch
-
     from academy.bench.runner import load_spec
+
+    import torch
 
     spec = load_spec(slug)
     cases = list(spec.cases())
@@ -301,7 +300,9 @@ def _run_chapter_once(slug: str) -> None:
     torch.cuda.synchronize()
 
 
-def dump(slug: str, kernel_name: str, out_dir: Path | str | None = None, *, run: Callable[[], object] | None = None) -> Path:
+def dump(
+    slug: str, kernel_name: str, out_dir: Path | str | None = None, *, run: Callable[[], object] | None = None
+) -> Path:
     """Compile one chapter kernel on this GPU and write ``<out_dir>/<gpu>.asm.json``.
 
     The kernel is compiled by running the chapter's op once on the first case
@@ -310,10 +311,10 @@ def dump(slug: str, kernel_name: str, out_dir: Path | str | None = None, *, run:
     ``examples/<slug>/asm/``. Returns the path written.
     """
     _require_gpu()
+    from academy.bench.results import gpu_key
+
     import torch
     import triton
-
-    from academy.bench.results import gpu_key
 
     module = importlib.import_module(f"examples.{slug}.kernel")
     kernel = getattr(module, kernel_name)
@@ -322,8 +323,9 @@ def dump(slug: str, kernel_name: str, out_dir: Path | str | None = None, *, run:
     if not variants:
         raise RuntimeError(f"running {slug} did not compile {kernel_name}; pass run= to launch it")
     gpu = torch.cuda.get_device_name()
-    record = asm_record(from_compiled(variants[-1]), slug=slug, kernel=kernel_name, gpu=gpu,
-                        triton_version=triton.__version__)
+    record = asm_record(
+        from_compiled(variants[-1]), slug=slug, kernel=kernel_name, gpu=gpu, triton_version=triton.__version__
+    )
     record["kernel_hash"] = chapter(slug).code_hash()
     target = Path(out_dir) if out_dir is not None else asm_dir(slug)
     target.mkdir(parents=True, exist_ok=True)

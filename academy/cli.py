@@ -27,12 +27,12 @@ def _env(_: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    import pytest
-
     from academy.chapters import chapter
 
-    files = [str(chapter(slug).test_file) for slug in args.slugs]
-    return int(pytest.main(["-q", "-p", "no:cacheprovider", *files]))
+    import pytest
+
+    folders = [str(chapter(slug).tests_dir) for slug in args.slugs]
+    return int(pytest.main(["-q", "-p", "no:cacheprovider", *folders]))
 
 
 def _bench(args: argparse.Namespace) -> int:

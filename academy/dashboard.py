@@ -65,7 +65,11 @@ def chapter_table(entry: ChapterResults) -> str:
             )
     out = "\n".join(lines) + "\n"
     if stale_any:
-        out += "\n*⚠ stale: measured on older code than the chapter's current kernel; re-measure with `academy bench " + entry.slug + "`.*\n"
+        out += (
+            "\n*⚠ stale: measured on older code than the chapter's current kernel; re-measure with `academy bench "
+            + entry.slug
+            + "`.*\n"
+        )
     return out
 
 

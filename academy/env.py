@@ -7,11 +7,11 @@ import os
 import platform
 import subprocess
 
-import torch
-import triton
-
 from academy import DEVICE, INTERPRETED, __version__
 from academy.chapters import REPO_ROOT
+
+import torch
+import triton
 
 
 def _run(*command: str) -> str | None:

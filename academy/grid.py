@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 
-import torch
-
 from academy import INTERPRETED
+
+import torch
 
 INTERPRETER_SMS = 4
 """The SM count under the interpreter: a small "GPU", so that interpreted grids stay cheap while

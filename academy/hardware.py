@@ -230,7 +230,10 @@ def hardware_table_markdown(names: Sequence[str] | None = None) -> str:
         ("Max resident blocks per SM", lambda g: g.max_blocks_per_sm),
         ("L1 + shared memory per SM", lambda g: f"{g.l1_smem_per_sm_kb} KB"),
         ("Max shared memory per SM / per block", lambda g: f"{g.max_smem_per_sm_kb} / {g.max_smem_per_block_kb} KB"),
-        ("Tensor memory (TMEM) per SM", lambda g: f"{g.tensor_memory_per_sm_kb} KB" if g.tensor_memory_per_sm_kb else "—"),
+        (
+            "Tensor memory (TMEM) per SM",
+            lambda g: f"{g.tensor_memory_per_sm_kb} KB" if g.tensor_memory_per_sm_kb else "—",
+        ),
         ("Thread-block clusters", lambda g: "yes" if g.clusters else "no"),
         ("L2 cache", lambda g: f"{g.l2_mb} MB"),
         ("HBM capacity", lambda g: f"{g.hbm_gb} GB"),
@@ -580,7 +583,8 @@ def roofline_svg(
         )
     xr = px(ridge)
     out.append(
-        f'<line x1="{xr:.1f}" x2="{xr:.1f}" y1="{py(main.tflops):.1f}" y2="{base}" stroke-dasharray="2 4" stroke-width="1"/>'
+        f'<line x1="{xr:.1f}" x2="{xr:.1f}" y1="{py(main.tflops):.1f}" y2="{base}" '
+        'stroke-dasharray="2 4" stroke-width="1"/>'
     )
     out.append(
         f'<text x="{xr + 4:.1f}" y="{base - 8}" fill="currentColor" stroke="none">'

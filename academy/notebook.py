@@ -18,7 +18,6 @@ from academy.bench import render
 from academy.bench.results import load
 from academy.chapters import REPO_ROOT, chapter
 
-
 ANNOTATION = re.compile(r"\s*# \(\d+\)!\s*$")
 
 

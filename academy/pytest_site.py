@@ -210,7 +210,7 @@ class PageWatch:
                     import gzip
 
                     self.gzip_bytes[resp.url] = len(gzip.compress(body, 6))
-            except Exception:  # noqa: BLE001 - a redirect or a body already gone: no bytes to count
+            except Exception:
                 pass
 
     def _failed(self, request, failure):

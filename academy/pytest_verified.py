@@ -2,8 +2,8 @@
 
 Registered by the root ``conftest.py``; it does nothing unless the environment
 variable ``ACADEMY_RECORD_VERIFIED`` is ``1``. Then, at the end of the session,
-for every chapter (:func:`academy.verified.test_files_of`) whose test files were
-*all* collected, with no test deselected, every collected test reported, and none
+for every chapter whose test files (:func:`academy.verified.test_files_of`: the
+files under ``tests/<slug>/``) were *all* collected, with no test deselected, every collected test reported, and none
 failed or errored, it writes ``examples/<slug>/verified/<key>.json``
 (:func:`academy.verified.save`). Skipped tests are allowed (bf16 end-to-end
 checks are GPU-only) and counted. A chapter with any failure, or only part of
@@ -12,8 +12,8 @@ record of it is left as it was.
 
 Typical use::
 
-    ACADEMY_RECORD_VERIFIED=1 python -m pytest -o addopts="" tests/test_<slug>.py tests/test_math_<slug>.py ...
-    ACADEMY_RECORD_VERIFIED=1 python -m pytest -o addopts="" -m "not slow"   # every chapter at once
+    ACADEMY_RECORD_VERIFIED=1 python -m pytest tests/<slug>
+    ACADEMY_RECORD_VERIFIED=1 python -m pytest -m "not slow" tests   # every chapter at once
 """
 
 from __future__ import annotations
@@ -31,26 +31,26 @@ def enabled() -> bool:
 
 class VerifiedRecorder:
     def __init__(self):
-        self.collected: dict[str, set[str]] = defaultdict(set)  # test file -> nodeids
-        self.outcomes: dict[str, dict[str, str]] = defaultdict(dict)  # test file -> nodeid -> outcome
-        self.deselected: set[str] = set()  # test files with a deselected test
+        self.files: dict[str, Path] = {}  # nodeid -> its test file
+        self.collected: dict[Path, set[str]] = defaultdict(set)  # test file -> nodeids
+        self.outcomes: dict[Path, dict[str, str]] = defaultdict(dict)  # test file -> nodeid -> outcome
+        self.deselected: set[Path] = set()  # test files with a deselected test
         self.written: list[Path] = []
         self.refused: dict[str, str] = {}
 
-    @staticmethod
-    def _file(nodeid: str) -> str:
-        return Path(nodeid.split("::", 1)[0]).name
-
     def pytest_collection_modifyitems(self, items):
         for item in items:
-            self.collected[self._file(item.nodeid)].add(item.nodeid)
+            self.files[item.nodeid] = Path(item.path).resolve()
+            self.collected[self.files[item.nodeid]].add(item.nodeid)
 
     def pytest_deselected(self, items):
         for item in items:
-            self.deselected.add(self._file(item.nodeid))
+            self.deselected.add(Path(item.path).resolve())
 
     def pytest_runtest_logreport(self, report):
-        per_file = self.outcomes[self._file(report.nodeid)]
+        if report.nodeid not in self.files:
+            return
+        per_file = self.outcomes[self.files[report.nodeid]]
         if report.failed:
             per_file[report.nodeid] = "failed"
         elif report.skipped and per_file.get(report.nodeid) != "failed":
@@ -63,29 +63,31 @@ class VerifiedRecorder:
         from academy.chapters import all_chapters
 
         for ch in all_chapters():
-            files = [p.name for p in verified.test_files_of(ch.slug)]
+            files = [p.resolve() for p in verified.test_files_of(ch.slug)]
             if not files or not any(f in self.collected for f in files):
                 continue
             why = None
             for f in files:
+                name = f.relative_to(ch.tests_dir.resolve()).as_posix()
                 nodeids = self.collected.get(f, set())
                 outcomes = self.outcomes.get(f, {})
                 if not nodeids:
-                    why = f"{f} was not collected"
+                    why = f"{name} was not collected"
                 elif f in self.deselected:
-                    why = f"{f}: some tests were deselected"
+                    why = f"{name}: some tests were deselected"
                 elif set(outcomes) != nodeids:
-                    why = f"{f}: {len(nodeids - set(outcomes))} tests did not run"
+                    why = f"{name}: {len(nodeids - set(outcomes))} tests did not run"
                 elif "failed" in outcomes.values():
-                    why = f"{f}: a test failed"
+                    why = f"{name}: a test failed"
                 if why:
                     break
             if why:
                 self.refused[ch.slug] = why
                 continue
             outcomes = [o for f in files for o in self.outcomes[f].values()]
+            names = [f.relative_to(ch.tests_dir.resolve()).as_posix() for f in files]
             record = verified.make_record(
-                ch.slug, passed=outcomes.count("passed"), skipped=outcomes.count("skipped"), test_files=files
+                ch.slug, passed=outcomes.count("passed"), skipped=outcomes.count("skipped"), test_files=names
             )
             self.written.append(verified.save(record))
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from academy import DEVICE
+
+import torch
 
 TOLERANCES: dict[torch.dtype, float] = {
     torch.float64: 1e-12,

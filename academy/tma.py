@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 
-import torch
-
 from academy import INTERPRETED
+
+import torch
 
 try:  # host-side tensor descriptors (Triton ≥ 3.4); the pointer paths run without them
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -27,4 +27,6 @@ def tma_available() -> bool:
     if INTERPRETED:
         return True  # the interpreter emulates descriptors: the CPU tests run the TMA kernels too
     return torch.cuda.get_device_capability()[0] >= 9
+
+
 # --8<-- [end:tma_available]

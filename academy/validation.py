@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
-
 from academy import DEVICE
+
+import torch
 
 
 def check_tensor(name: str, t: object, dtypes: Sequence[torch.dtype]) -> None:

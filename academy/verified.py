@@ -14,13 +14,8 @@ it), so no version is ever typed by hand:
 A record whose ``code_hash`` differs from the chapter's current
 :meth:`academy.chapters.Chapter.code_hash` is shown as stale.
 
-**Which tests belong to a chapter.** A test file belongs to chapter ``slug``
-when it imports ``examples.<slug>`` (anywhere in the file), or by its name:
-``test_<slug>.py``, ``test_math_<slug>.py``, ``test_exercises_<slug>.py`` and
-``test_<slug>_<anything>.py`` (the longest matching slug wins, so
-``test_layer_norm_locks.py`` is ``layer_norm_locks``'s), and also
-``test_math_<suffix>.py`` for the one chapter whose slug ends in ``_<suffix>``
-(``test_math_softmax.py`` -> ``fused_softmax``).
+**Which tests belong to a chapter**: the files ``test_*.py`` under
+``tests/<slug>/``, the folder ``academy check SLUG`` runs; nothing else.
 
 **The minimum architecture of the fast path** is read from the chapter's code,
 never typed on the page: a module-level constant in any of the chapter's code
@@ -44,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from academy.chapters import TESTS_DIR, Chapter, all_chapters
+from academy.chapters import Chapter
 
 CPU_KEY = "cpu"
 CPU_PLATFORM = "cpu-interpreter"
@@ -100,57 +95,12 @@ def load_records(slug: str) -> list[Record]:
     return sorted(records, key=lambda r: (r.key != CPU_KEY, r.key))
 
 
-# --------------------------------------------------------------------------- test files -> chapters
+# --------------------------------------------------------------------------- a chapter's tests
 
 
-def _imported_slugs(path: Path, known: set[str]) -> set[str]:
-    try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError):
-        return set()
-    found = set()
-    for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        for name in names:
-            parts = name.split(".")
-            if len(parts) >= 2 and parts[0] == "examples" and parts[1] in known:
-                found.add(parts[1])
-    return found
-
-
-def slugs_of_test_file(path: Path, known: set[str] | None = None) -> set[str]:
-    """The chapters a test file belongs to (see the module docstring)."""
-    path = Path(path)
-    known = known if known is not None else {c.slug for c in all_chapters()}
-    slugs = _imported_slugs(path, known)
-    stem = path.stem
-    if not stem.startswith("test_"):
-        return slugs
-    rest = stem[len("test_"):]
-    for prefix in ("math_", "exercises_", ""):
-        if prefix and not rest.startswith(prefix):
-            continue
-        s = rest[len(prefix):]
-        by_name = [c for c in known if s == c or s.startswith(c + "_")]
-        if by_name:
-            slugs.add(max(by_name, key=len))
-            break
-        if prefix == "math_":
-            by_suffix = [c for c in known if c.endswith("_" + s)]
-            if len(by_suffix) == 1:
-                slugs.add(by_suffix[0])
-                break
-    return slugs
-
-
-def test_files_of(slug: str, tests_dir: Path = TESTS_DIR) -> list[Path]:
-    """Every test file that belongs to a chapter."""
-    known = {c.slug for c in all_chapters()} | {slug}
-    return sorted(p for p in tests_dir.glob("test_*.py") if slug in slugs_of_test_file(p, known))
+def test_files_of(slug: str) -> list[Path]:
+    """A chapter's tests: every ``test_*.py`` under ``tests/<slug>/``, as ``academy check`` runs them."""
+    return sorted(Chapter(slug).tests_dir.rglob("test_*.py"))
 
 
 # --------------------------------------------------------------------------- platform

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import functools
 
+from academy import INTERPRETED
+
 import torch
 import triton
 import triton.language as tl
-
-from academy import INTERPRETED
 
 
 # --8<-- [start:pdl]
@@ -41,4 +41,6 @@ def dependent_launch_prologue(PDL: tl.constexpr):
     if PDL:
         tl.extra.cuda.gdc_wait()  # the previous kernel's writes are all visible past this line
         tl.extra.cuda.gdc_launch_dependents()  # the next kernel may launch now, and wait in its turn
+
+
 # --8<-- [end:pdl]

@@ -1,9 +1,9 @@
 """The benchmark cases the LayerNorm and RMSNorm chapters share, so that their
 tables line up: bf16 rows of Llama-like widths, and many short rows."""
 
-import torch
-
 from academy.bench.spec import BenchSpec, Sweep
+
+import torch
 
 SWEEPS = [
     Sweep("M=8192", x="N", shapes=[{"M": 8192, "N": n} for n in (1024, 4096, 8192, 16384)]),
@@ -23,6 +23,11 @@ def norm_spec(slug: str, **fields) -> BenchSpec:
     """A bandwidth-bound spec over the shared cases; ``fields`` are the chapter's own
     (inputs, bytes model, reference, providers)."""
     return BenchSpec(
-        slug=slug, metric="bandwidth", sweeps=SWEEPS, dtypes=[torch.bfloat16], modes=["fwd", "fwd+bwd"],
-        headline=HEADLINE, **fields,
+        slug=slug,
+        metric="bandwidth",
+        sweeps=SWEEPS,
+        dtypes=[torch.bfloat16],
+        modes=["fwd", "fwd+bwd"],
+        headline=HEADLINE,
+        **fields,
     )

@@ -11,14 +11,13 @@ use, how wide a row its backward holds in registers).
 
 from __future__ import annotations
 
-import torch
-
 import academy  # noqa: F401  (sets TRITON_INTERPRET on CPU before triton loads)
-import triton
-import triton.language as tl
-
 from academy.grid import sm_count
 from academy.validation import check_tensor
+
+import torch
+import triton
+import triton.language as tl
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 MAX_ROWS = 2**31 - 2**16
@@ -28,8 +27,10 @@ MAX_ROWS = 2**31 - 2**16
 # --8<-- [start:reduce_kernel]
 @triton.jit
 def sum_partials_kernel(
-    partial_ptr, out_ptr,  # fp32 (n_partials, n_cols) → (n_cols,) in out's dtype
-    n_partials, n_cols,
+    partial_ptr,
+    out_ptr,  # fp32 (n_partials, n_cols) → (n_cols,) in out's dtype
+    n_partials,
+    n_cols,
     BLOCK_P: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
@@ -41,6 +42,8 @@ def sum_partials_kernel(
         mask = (parts < n_partials)[:, None] & col_mask[None, :]
         acc += tl.load(partial_ptr + parts.to(tl.int64)[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
     tl.store(out_ptr + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_mask)  # (1)!
+
+
 # --8<-- [end:reduce_kernel]
 
 
@@ -101,8 +104,11 @@ def backward_launch(n_rows: int, n_cols: int, max_fused_cols: int) -> tuple[str,
         config = tile_config(n_cols)
         programs = num_programs(triton.cdiv(n_rows, config["BLOCK_M"]), config["num_warps"], BWD_PROGRAMS_PER_SM)
         return "registers", programs, config
-    return WIDE_BACKWARD, num_programs(n_rows, WIDE_NUM_WARPS, BWD_PROGRAMS_PER_SM), {
-        "BLOCK_N": WIDE_BLOCK_N, "num_warps": WIDE_NUM_WARPS}
+    return (
+        WIDE_BACKWARD,
+        num_programs(n_rows, WIDE_NUM_WARPS, BWD_PROGRAMS_PER_SM),
+        {"BLOCK_N": WIDE_BLOCK_N, "num_warps": WIDE_NUM_WARPS},
+    )
 
 
 def column_split(n_rows: int, n_cols: int) -> tuple[int, int, int, dict[str, int]]:
@@ -113,6 +119,8 @@ def column_split(n_rows: int, n_cols: int) -> tuple[int, int, int, dict[str, int
     rows_per_group = triton.cdiv(n_rows, groups)
     config = {"BLOCK_M": COLUMNS_BLOCK_M, "BLOCK_N": COLUMNS_BLOCK_N, "num_warps": COLUMNS_NUM_WARPS}
     return triton.cdiv(n_rows, rows_per_group), strips, rows_per_group, config
+
+
 # --8<-- [end:launch_config]
 
 
@@ -154,4 +162,6 @@ def sum_partials(partials: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         partials, out, n_partials, n_cols, BLOCK_P=REDUCE_BLOCK_P, BLOCK_N=REDUCE_BLOCK_N, num_warps=4
     )
     return out
+
+
 # --8<-- [end:helpers]

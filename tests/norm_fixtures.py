@@ -1,8 +1,9 @@
 """Fixtures shared by the LayerNorm and RMSNorm tests: both chapters launch through ``examples/norm_launch``."""
 
+from academy.testing import poison_allocations
+
 import pytest
 
-from academy.testing import poison_allocations
 from examples import norm_launch
 
 
@@ -24,8 +25,9 @@ def norm_fixtures(kernel):
         every row above 64 columns through the chunked kernels, in chunks of 128."""
         if request.param == "wide":
             monkeypatch.setattr(kernel, "MAX_FUSED_COLS", 64)
-            for name, value in dict(FWD_MAX_FUSED_COLS=64, WIDE_BLOCK_N=128, WIDE_NUM_WARPS=1,
-                                    COLUMNS_BLOCK_N=128, COLUMNS_NUM_WARPS=1).items():
+            for name, value in dict(
+                FWD_MAX_FUSED_COLS=64, WIDE_BLOCK_N=128, WIDE_NUM_WARPS=1, COLUMNS_BLOCK_N=128, COLUMNS_NUM_WARPS=1
+            ).items():
                 monkeypatch.setattr(norm_launch, name, value)
         return request.param
 

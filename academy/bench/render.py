@@ -234,7 +234,10 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
     header += [provider_label(provider) for provider in providers]
     header += [f"% of {ceiling_name(metric)}", "vs best peer"]
 
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] * (1 + len(extra)) + ["--:"] * (len(header) - 1 - len(extra))) + "|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join([":--"] * (1 + len(extra)) + ["--:"] * (len(header) - 1 - len(extra))) + "|",
+    ]
     for key, by_provider in cases.items():
         params = dict(key.params)
         shape = "×".join(str(v) for v in params.values()) if len(key_orders) == 1 else shape_text(params)
@@ -247,11 +250,14 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
         lines.append("| " + " | ".join(cells) + " |")
 
     what = ", ".join(filter(None, [sweep, dtype, mode]))
+    stages = any(is_ours(p) and p != OURS for p in providers)
     note = (
-        f"*{what + ': ' if what else ''}median time per call over CUDA-graph replays ± half its p20–p80 range; {unit} from the minimal "
+        f"*{what + ': ' if what else ''}median time per call over CUDA-graph replays ± half its p20–p80 range; "
+        f"{unit} from the minimal "
         f"{'bytes' if metric == 'bandwidth' else 'FLOPs'} per call; % of the {ceiling_name(metric)} ceiling "
         f"measured in the same run ({fmt_rate(results.ceiling_of(metric), unit)}); vs best peer = fastest peer's "
-        f"median ÷ ours, bold when ours is at least as fast{'; ours (…) are our own earlier stages, not peers' if any(is_ours(p) and p != OURS for p in providers) else ''}.*"
+        f"median ÷ ours, bold when ours is at least as fast"
+        f"{'; ours (…) are our own earlier stages, not peers' if stages else ''}.*"
     )
     out = "\n".join(lines) + "\n\n" + note + "\n"
     host_timed = _distinct(row.provider for row in rows if row.host_timed)
@@ -261,7 +267,11 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
             f"host (which graph capture forbids): {', '.join(provider_label(p) for p in host_timed)}.*\n"
         )
     if results.skipped:
-        out += "\n*Not measured: " + "; ".join(f"{provider_label(p)} ({why})" for p, why in results.skipped.items()) + ".*\n"
+        out += (
+            "\n*Not measured: "
+            + "; ".join(f"{provider_label(p)} ({why})" for p, why in results.skipped.items())
+            + ".*\n"
+        )
     return out
 
 
@@ -281,7 +291,10 @@ def memory(results: Results, *, sweep: str | None = None, mode: str | None = Non
     shape_header = "×".join(next(iter(key_orders))) if len(key_orders) == 1 else "shape"
     extra = [name for name in ("sweep", "dtype", "mode") if len({getattr(k, name) for k in cases}) > 1]
     header = [shape_header, *extra, *(provider_label(p) for p in providers)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join([":--"] * (1 + len(extra)) + ["--:"] * len(providers)) + "|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join([":--"] * (1 + len(extra)) + ["--:"] * len(providers)) + "|",
+    ]
     for key, by_provider in cases.items():
         params = dict(key.params)
         shape = "×".join(str(v) for v in params.values()) if len(key_orders) == 1 else shape_text(params)
@@ -350,9 +363,7 @@ def _marker(kind: str, x: float, y: float, color: str, tip: str) -> str:
     return f'{shape} fill="{color}">{title}</{shape.split()[0][1:]}>'
 
 
-def plot(
-    results: Results, *, sweep: str | None = None, mode: str | None = None, dtype: str | None = None
-) -> str:
+def plot(results: Results, *, sweep: str | None = None, mode: str | None = None, dtype: str | None = None) -> str:
     """An inline SVG line chart of rate against the swept parameter, one series per provider.
 
     ``sweep``, ``mode`` and ``dtype`` may be left out only when the results hold a single value.
@@ -425,7 +436,9 @@ def plot(
     while tick <= y_max + 1e-9:
         y = py(tick)
         out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke-opacity="0.15"/>')
-        out.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end" stroke="none">{fmt(tick) if tick else "0"}</text>')
+        out.append(
+            f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end" stroke="none">{fmt(tick) if tick else "0"}</text>'
+        )
         tick += step
     out.append(
         f'<text transform="translate(18 {top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle" stroke="none">'
@@ -440,7 +453,9 @@ def plot(
     for v in x_ticks:
         x = px(v)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{base}" y2="{base + 5}"/>')
-        out.append(f'<text x="{x:.1f}" y="{base + 19}" text-anchor="middle" stroke="none">{escape(_x_tick_label(v))}</text>')
+        out.append(
+            f'<text x="{x:.1f}" y="{base + 19}" text-anchor="middle" stroke="none">{escape(_x_tick_label(v))}</text>'
+        )
     scale_note = " (log₂ scale)" if log else ""
     out.append(
         f'<text x="{left + plot_w / 2:.1f}" y="{base + 40}" text-anchor="middle" stroke="none">'
@@ -451,9 +466,12 @@ def plot(
     yc = py(ceiling)
     out.append('<g class="ceiling" fill="currentColor" stroke="currentColor">')
     out.append(
-        f'<line x1="{left}" x2="{left + plot_w}" y1="{yc:.1f}" y2="{yc:.1f}" stroke-dasharray="6 4" stroke-opacity="0.7"/>'
+        f'<line x1="{left}" x2="{left + plot_w}" y1="{yc:.1f}" y2="{yc:.1f}" '
+        'stroke-dasharray="6 4" stroke-opacity="0.7"/>'
     )
-    out.append(f'<text x="{left + plot_w - 4}" y="{yc - 6:.1f}" text-anchor="end" stroke="none">{escape(ceiling_text)}</text>')
+    out.append(
+        f'<text x="{left + plot_w - 4}" y="{yc - 6:.1f}" text-anchor="end" stroke="none">{escape(ceiling_text)}</text>'
+    )
     out.append("</g>")
     # series
     for i, p in enumerate(providers):
@@ -478,7 +496,7 @@ def plot(
         ly = base + 64 + (i // per_line) * 18
         out.append(f'<line x1="{lx}" x2="{lx + 22}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" stroke-width="3"/>')
         out.append(_marker(_MARKERS[i % len(_MARKERS)], lx + 11, ly - 4, color, provider_label(p)))
-        out.append(f"<text x=\"{lx + 28}\" y=\"{ly}\">{escape(provider_label(p))}</text>")
+        out.append(f'<text x="{lx + 28}" y="{ly}">{escape(provider_label(p))}</text>')
     out.append("</g>")
     out.append("</svg>")
     out.append("</div>")
@@ -554,8 +572,15 @@ def provenance(results: Results, *, current_kernel_hash: str | None = None) -> s
         ("Date", prov.date),
         ("Commit", f"`{commit}`"),
         ("Kernel hash", f"`{prov.kernel_hash}`"),
-        ("Copy ceiling", f"{fmt_rate(ceil.copy_gbps, 'GB/s')} (device-to-device copy of {fmt(ceil.copy_bytes / 1e9)} GB, read + write)"),
-        ("Matmul ceiling", f"{fmt_rate(ceil.matmul_tflops, 'TFLOP/s')} (bf16 {ceil.matmul_size}×{ceil.matmul_size}×{ceil.matmul_size})"),
+        (
+            "Copy ceiling",
+            f"{fmt_rate(ceil.copy_gbps, 'GB/s')} "
+            f"(device-to-device copy of {fmt(ceil.copy_bytes / 1e9)} GB, read + write)",
+        ),
+        (
+            "Matmul ceiling",
+            f"{fmt_rate(ceil.matmul_tflops, 'TFLOP/s')} (bf16 {'×'.join([str(ceil.matmul_size)] * 3)})",
+        ),
     ]
     if results.timing:
         fields.append(("Timing", results.timing))
@@ -600,7 +625,10 @@ def overview(
     pages = pages or {}
     entries = sorted(all_results, key=lambda r: (r.slug, gpu_label(r)))
     if not entries:
-        return '!!! note "Nothing measured yet"\n\n    No chapter has committed results yet. Run `academy bench SLUG` on a GPU.\n'
+        return (
+            '!!! note "Nothing measured yet"\n\n'
+            "    No chapter has committed results yet. Run `academy bench SLUG` on a GPU.\n"
+        )
     lines = [
         "| Chapter | GPU | best % of ceiling | headline % of ceiling | vs best peer | measured |",
         "|:--|:--|--:|--:|--:|:--|",

@@ -19,15 +19,15 @@ import platform
 import random
 from collections.abc import Callable, Sequence
 
-import torch
-import triton
-from triton.testing import do_bench
-
 from academy.bench.results import OURS, Ceilings, Provenance, Results, Row
 from academy.bench.spec import BenchSpec, Case
 from academy.chapters import chapter
 from academy.env import git_commit, gpu_driver, utc_now
 from academy.testing import random_tensor, rel_l2_error, tolerance
+
+import torch
+import triton
+from triton.testing import do_bench
 
 COPY_BYTES = 1 << 30  # 1 GiB: far larger than any L2
 MATMUL_SIZE = 8192
@@ -164,6 +164,7 @@ def time_host_ms(
     """(median, p20, p80) in ms of one call, from CUDA events around rounds of calls
     launched from the host: for ops that synchronise with the host, which a CUDA graph
     cannot capture. Their host work between launches is part of what they cost."""
+
     def one_round() -> float:
         reset()
         begin, finish = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -184,16 +185,22 @@ def time_host_ms(
     return median, p20, p80
 
 
-def measure_ceilings() -> Ceilings:
-    """A large device-to-device copy (bytes read + written) and a large bf16 matmul."""
+def _copy_ms() -> float:
     src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_()
     dst = torch.empty_like(src)
-    copy_ms, _, _ = time_ms(lambda: dst.copy_(src))  # 2 GiB of traffic: no L2 effect to avoid
-    del src, dst
+    return time_ms(lambda: dst.copy_(src))[0]  # 2 GiB of traffic: no L2 effect to avoid
+
+
+def _matmul_ms() -> float:
     a = torch.randn(MATMUL_SIZE, MATMUL_SIZE, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(MATMUL_SIZE, MATMUL_SIZE, device="cuda", dtype=torch.bfloat16)
-    matmul_ms, _, _ = time_ms(lambda: a @ b)
-    del a, b
+    return time_ms(lambda: a @ b)[0]
+
+
+def measure_ceilings() -> Ceilings:
+    """A large device-to-device copy (bytes read + written) and a large bf16 matmul."""
+    copy_ms = _copy_ms()  # each helper's tensors are freed when it returns
+    matmul_ms = _matmul_ms()
     torch.cuda.empty_cache()
     return Ceilings(
         copy_gbps=2 * COPY_BYTES / copy_ms / 1e6,
@@ -258,10 +265,12 @@ def _thunk(op, inputs, grad, keep: list) -> Callable[[], object]:
     than HBM allows."""
     if grad is None:
         return lambda: keep.append(op(*inputs))
+
     def forward_backward() -> None:
         out = op(*inputs)
         out.backward(grad)
         keep.append(out)
+
     return forward_backward
 
 
@@ -305,7 +314,9 @@ def output_grad(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     return random_tensor(shape, dtype, device="cuda")
 
 
-def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ceilings) -> tuple[list[Row], dict[str, str]]:
+def run_case(
+    spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ceilings
+) -> tuple[list[Row], dict[str, str]]:
     torch._dynamo.reset()  # each case compiles afresh, never hitting the recompile limit
     copies = [_make_case_inputs(spec, case) for _ in range(_copies_needed(spec, case))]
     grad = None
@@ -327,10 +338,22 @@ def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ce
         median, p20, p80 = timing
         rate = work / median / (1e6 if case.metric == "bandwidth" else 1e9)
         return Row(
-            sweep=case.sweep, x=case.x, params=dict(case.params), dtype=case.dtype_name, mode=case.mode,
-            provider=name, ms=median, ms_p20=p20, ms_p80=p80, work=work, rate=rate,
-            fraction_of_ceiling=rate / ceilings.ceiling_of(case.metric), max_rel_error=error,
-            metric=case.metric, peak_mib=peak, host_timed=not graph_safe,
+            sweep=case.sweep,
+            x=case.x,
+            params=dict(case.params),
+            dtype=case.dtype_name,
+            mode=case.mode,
+            provider=name,
+            ms=median,
+            ms_p20=p20,
+            ms_p80=p80,
+            work=work,
+            rate=rate,
+            fraction_of_ceiling=rate / ceilings.ceiling_of(case.metric),
+            max_rel_error=error,
+            metric=case.metric,
+            peak_mib=peak,
+            host_timed=not graph_safe,
         )
 
     rows, failures = [], {}
@@ -364,7 +387,9 @@ def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ce
         except Exception as err:  # e.g. a peer that syncs with the host, illegal inside graph capture
             if name == OURS:
                 raise
-            failures[name] = f"failed while timed on {dict(case.params)} {case.dtype_name} {case.mode}: {_first_line(err)}"
+            failures[name] = (
+                f"failed while timed on {dict(case.params)} {case.dtype_name} {case.mode}: {_first_line(err)}"
+            )
             kept.clear()
             clear_grads()
             torch.cuda.synchronize()
@@ -374,7 +399,8 @@ def run_case(spec: BenchSpec, case: Case, ops: dict[str, Callable], ceilings: Ce
         rows += [make_row(name, timings[name], error, peak, True) for name, (_, error, peak) in captured.items()]
         rows.sort(key=lambda row: list(ops).index(row.provider))
         captured.clear()  # frees the graphs' memory pools before the next case
-    del copies, grad, differentiable
+    del copies, grad
+    differentiable.clear()  # the closure above still refers to the list: empty it to free the tensors
     torch.cuda.empty_cache()
     return rows, failures
 
@@ -401,6 +427,11 @@ def run(slug: str, *, quick: bool = False, progress: bool = True) -> Results:
         rows += case_rows
         skipped.update(failures)
     return Results(
-        slug=slug, metric=spec.metric, provenance=provenance(slug), ceilings=ceilings,
-        rows=rows, skipped=skipped, timing=TIMING,
+        slug=slug,
+        metric=spec.metric,
+        provenance=provenance(slug),
+        ceilings=ceilings,
+        rows=rows,
+        skipped=skipped,
+        timing=TIMING,
     )

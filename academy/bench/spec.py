@@ -104,6 +104,11 @@ class BenchSpec:
                 for dtype in self.dtypes:
                     for mode in self.modes:
                         yield Case(
-                            sweep.name, sweep.x, dict(shape), dtype, mode, sweep.metric or self.metric,
+                            sweep.name,
+                            sweep.x,
+                            dict(shape),
+                            dtype,
+                            mode,
+                            sweep.metric or self.metric,
                             None if sweep.providers is None else tuple(sweep.providers),
                         )

@@ -30,11 +30,11 @@
 
 # %%
 import academy  # first: on a CPU it switches Triton to the interpreter before any kernel exists
+from academy.notebook import answer, show
 
 import torch
 import triton
 
-from academy.notebook import answer, show
 from examples.tiled_matmul.autotune import (
     CONFIGS,
     configs_for,
@@ -72,8 +72,10 @@ print("device:", academy.DEVICE, "| interpreted:", academy.INTERPRETED)
 print(" BM   BN   BK  warps stages  fp16 KiB  fp32 KiB")
 for c in configs_for(interpreted=False):
     kw = c.kwargs
-    print(f"{kw['BLOCK_M']:3d}  {kw['BLOCK_N']:3d}  {kw['BLOCK_K']:3d}  {c.num_warps:5d} {c.num_stages:6d}"
-          f"  {shared_memory_bytes(c, torch.float16) / 1024:8.0f}  {shared_memory_bytes(c, torch.float32) / 1024:8.0f}")
+    print(
+        f"{kw['BLOCK_M']:3d}  {kw['BLOCK_N']:3d}  {kw['BLOCK_K']:3d}  {c.num_warps:5d} {c.num_stages:6d}"
+        f"  {shared_memory_bytes(c, torch.float16) / 1024:8.0f}  {shared_memory_bytes(c, torch.float32) / 1024:8.0f}"
+    )
 
 # %% [markdown]
 # An H100 SM has 228 KiB of shared memory, so the largest fp32 configs would
@@ -147,6 +149,7 @@ show("examples/tiled_matmul/autotune.py:prune")
 #
 # Pruning is plain Python, so we can watch it work on the GPU list even here:
 
+
 # %%
 def kept(M, N, dtype):
     args = {"M": M, "N": N, "K": 4096, "a_ptr": torch.empty(0, dtype=dtype)}
@@ -156,7 +159,12 @@ def kept(M, N, dtype):
     ]
 
 
-for M, N, dtype in [(8192, 8192, torch.float16), (8192, 8192, torch.float32), (40, 8192, torch.float16), (16, 16, torch.float16)]:
+for M, N, dtype in [
+    (8192, 8192, torch.float16),
+    (8192, 8192, torch.float32),
+    (40, 8192, torch.float16),
+    (16, 16, torch.float16),
+]:
     names = kept(M, N, dtype)
     print(f"M={M:5d} N={N:5d} {str(dtype):14s}: {len(names)} of {len(configs_for(False))} kept: {', '.join(names)}")
 
@@ -189,7 +197,6 @@ for K, BLOCK_K in [(4096, 64), (4100, 64), (70, 32)]:
 # roughly constant number of values. Written out:
 
 # %%
-import triton
 
 
 def row_settings(n: int, max_block: int = 65536) -> tuple[int, int]:
@@ -312,8 +319,14 @@ answer("examples/tiled_matmul/exercises.py:shared_memory_bytes")
 from examples.tiled_matmul.exercises import configs_that_fit
 
 for c in configs_that_fit(configs_for(interpreted=False), torch.float32, 100 * 1024):
-    print(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], "stages", c.num_stages,
-          f"{shared_memory_bytes(c, torch.float32) / 1024:.0f} KiB")
+    print(
+        c.kwargs["BLOCK_M"],
+        c.kwargs["BLOCK_N"],
+        c.kwargs["BLOCK_K"],
+        "stages",
+        c.num_stages,
+        f"{shared_memory_bytes(c, torch.float32) / 1024:.0f} KiB",
+    )
 
 # %% [markdown]
 # Both answers run as tests in `tests/test_exercises_tiled_matmul.py`; on a

@@ -63,11 +63,12 @@
 # Written in PyTorch, before any kernel:
 
 # %%
-import torch
-
 import academy
 from academy.notebook import answer, bench_table, show
-from examples.backward_pass.kernel import manual_backward, reference, swish
+
+import torch
+
+from examples.backward_pass.kernel import manual_backward, swish
 
 show("examples/backward_pass/kernel.py:reference")
 

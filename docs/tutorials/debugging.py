@@ -39,12 +39,13 @@
 # So: the interpreter is for logic, the GPU is for the truth.
 
 # %%
-import numpy as np
-import torch
-
 import academy  # before anything defines a kernel
 from academy.notebook import answer, show
 from academy.testing import random_tensor
+
+import numpy as np
+import torch
+
 from examples.learn_answers import debugging as dbg
 
 print("device:", academy.DEVICE, "| interpreted:", academy.INTERPRETED)
@@ -136,8 +137,10 @@ for kernel in (dbg.unmasked_copy_kernel, dbg.copy_kernel):
     _, x = dbg.guarded(n, guard, fill="random")
     out_whole, out = dbg.guarded(n, guard)
     dbg.launch_copy(kernel, x, out)
-    print(f"{kernel.__name__:22s} output correct: {torch.equal(out, x)}, "
-          f"guard elements overwritten: {dbg.guard_writes(out_whole, n)}")
+    print(
+        f"{kernel.__name__:22s} output correct: {torch.equal(out, x)}, "
+        f"guard elements overwritten: {dbg.guard_writes(out_whole, n)}"
+    )
 
 # %% [markdown]
 # The buggy kernel's output is *correct*; only the guard shows it wrote 24
@@ -288,8 +291,10 @@ show("examples/learn_answers/debugging.py:floor_grid")
 x = random_tensor(1000)
 out = torch.full((1000,), float("nan"), device=academy.DEVICE)
 dbg.copy_floor_grid(x, out)
-print(f"grid of {1000 // dbg.BLOCK} programs; NaN left in elements "
-      f"{torch.nonzero(out.isnan()).min().item()}..{torch.nonzero(out.isnan()).max().item()}")
+print(
+    f"grid of {1000 // dbg.BLOCK} programs; NaN left in elements "
+    f"{torch.nonzero(out.isnan()).min().item()}..{torch.nonzero(out.isnan()).max().item()}"
+)
 
 # %% [markdown]
 # Use `triton.cdiv(n, BLOCK)` for every grid dimension.

@@ -30,11 +30,12 @@
 # we like, bit for bit.
 
 # %%
-import torch
-
 import academy
 from academy.notebook import answer, bench_plot, bench_table, show
-from examples.dropout.kernel import dropout, explicit_mask_dropout, keep_mask, keep_mask_reference, reference
+
+import torch
+
+from examples.dropout.kernel import dropout, keep_mask, keep_mask_reference, reference
 
 torch.manual_seed(0)
 x = torch.randn(8, device=academy.DEVICE)

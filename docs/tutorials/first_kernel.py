@@ -35,9 +35,9 @@
 # %%
 import os
 
-import torch
-
 import academy
+
+import torch
 
 print("device:", academy.DEVICE)
 print("interpreted:", academy.INTERPRETED)

@@ -43,16 +43,15 @@
 
 # %%
 
+import academy
+from academy.notebook import answer, bench_plot, bench_table, show
+
 import numpy as np
 import torch
 import torch.nn.functional as F
-
-import academy
-from academy.notebook import answer, bench_plot, bench_table, show
-from examples.gelu.kernel import gelu, naive_gelu_tanh
 from IPython.display import Markdown
 
-
+from examples.gelu.kernel import gelu, naive_gelu_tanh
 
 torch.manual_seed(0)
 x = torch.randn(4, 1000, device=academy.DEVICE) * 2
@@ -101,18 +100,24 @@ with CountTraffic() as naive_traffic:
     naive_gelu_tanh(x)
 
 one_pass = x.numel() * x.element_size()
-rows = [f"| {i} | `{name}` | {read // one_pass} | {written // one_pass} |"
-        for i, (name, read, written) in enumerate(naive_traffic.calls, start=1)]
+rows = [
+    f"| {i} | `{name}` | {read // one_pass} | {written // one_pass} |"
+    for i, (name, read, written) in enumerate(naive_traffic.calls, start=1)
+]
 naive_read = sum(read for _, read, _ in naive_traffic.calls) // one_pass
 naive_written = sum(written for _, _, written in naive_traffic.calls) // one_pass
 
-Markdown("\n".join([
-    "| kernel | operator | passes read | passes written |",
-    "|---:|---|---:|---:|",
-    *rows,
-    f"| **naive: {len(naive_traffic.calls)} kernels** | | **{naive_read}** | **{naive_written}** |",
-    "| **fused: 1 kernel** | | **1** | **1** |",
-]))
+Markdown(
+    "\n".join(
+        [
+            "| kernel | operator | passes read | passes written |",
+            "|---:|---|---:|---:|",
+            *rows,
+            f"| **naive: {len(naive_traffic.calls)} kernels** | | **{naive_read}** | **{naive_written}** |",
+            "| **fused: 1 kernel** | | **1** | **1** |",
+        ]
+    )
+)
 
 # %% [markdown]
 # A *pass* is one tensor the size of `x`. The fused kernel makes the minimum:
@@ -210,11 +215,15 @@ z = torch.tensor([0.5, 10.0, 44.0, 45.0, 100.0, -100.0])
 with np.errstate(over="ignore"), torch.no_grad():
     textbook = (torch.exp(2 * z) - 1) / (torch.exp(2 * z) + 1)
     via_sigmoid = 2 * torch.sigmoid(2 * z) - 1
-Markdown("\n".join(
-    ["| $z$ | textbook | $2\\sigma(2z) - 1$ | `torch.tanh` |", "|---:|---:|---:|---:|"]
-    + [f"| {zi:g} | {a:.7g} | {s:.7g} | {t:.7g} |"
-       for zi, a, s, t in zip(z.tolist(), textbook.tolist(), via_sigmoid.tolist(), torch.tanh(z).tolist())]
-))
+Markdown(
+    "\n".join(
+        ["| $z$ | textbook | $2\\sigma(2z) - 1$ | `torch.tanh` |", "|---:|---:|---:|---:|"]
+        + [
+            f"| {zi:g} | {a:.7g} | {s:.7g} | {t:.7g} |"
+            for zi, a, s, t in zip(z.tolist(), textbook.tolist(), via_sigmoid.tolist(), torch.tanh(z).tolist())
+        ]
+    )
+)
 
 # %% [markdown]
 # And through our kernel, at inputs far beyond where the textbook form breaks.

@@ -27,9 +27,9 @@
 # come from the benchmark results further down.
 
 # %%
-from IPython.display import HTML, Markdown
-
 from academy.hardware import GPUS, hardware_table_markdown
+
+from IPython.display import HTML, Markdown
 
 Markdown(hardware_table_markdown())
 
@@ -221,8 +221,10 @@ for name, stride, size, offset in cases:
 from academy.hardware import waves
 
 w = waves(n_blocks=160, n_sms=GPUS["B200"].sms, blocks_per_sm=1)
-print(f"{w.count} waves: {w.full_waves} full, then {w.tail_blocks} blocks "
-      f"({w.last_wave_fill:.0%} of the SMs busy); {w.efficiency:.0%} of the paid time does work")
+print(
+    f"{w.count} waves: {w.full_waves} full, then {w.tail_blocks} blocks "
+    f"({w.last_wave_fill:.0%} of the SMs busy); {w.efficiency:.0%} of the paid time does work"
+)
 
 # %% [markdown]
 # The second wave runs 12 blocks on 148 SMs: the kernel takes about twice as
@@ -253,8 +255,12 @@ from academy.hardware import gpu_for, measured_ceilings
 ceilings = measured_ceilings("h100")
 spec = gpu_for(ceilings.gpu)
 print(f"{ceilings.gpu} (from {ceilings.path.relative_to(ceilings.path.parents[3])})")
-print(f"copy ceiling:   {ceilings.copy_gbps:,.0f} GB/s  ({ceilings.copy_gbps / (spec.hbm_tbps * 1000):.0%} of the spec sheet's HBM bandwidth)")
-print(f"matmul ceiling: {ceilings.matmul_tflops:,.0f} TFLOP/s bf16  ({ceilings.matmul_tflops / spec.bf16_dense_tflops:.0%} of the spec sheet's dense bf16 rate)")
+print(
+    f"copy ceiling:   {ceilings.copy_gbps:,.0f} GB/s  ({ceilings.copy_gbps / (spec.hbm_tbps * 1000):.0%} of the spec sheet's HBM bandwidth)"
+)
+print(
+    f"matmul ceiling: {ceilings.matmul_tflops:,.0f} TFLOP/s bf16  ({ceilings.matmul_tflops / spec.bf16_dense_tflops:.0%} of the spec sheet's dense bf16 rate)"
+)
 print(f"ridge point:    {ceilings.ridge_point:,.0f} FLOP/byte")
 
 # %% [markdown]

@@ -31,11 +31,12 @@
 # missing barrier silently corrupts results.
 
 # %%
+import academy
+from academy.notebook import answer, bench_table, show
+
 import torch
 import torch.nn.functional as F
 
-import academy
-from academy.notebook import answer, bench_table, show
 from examples.layer_norm_locks.kernel import layer_norm
 
 torch.manual_seed(0)
@@ -124,7 +125,9 @@ gamma = torch.rand(n, dtype=torch.float64)
 mu, sigma = row.mean(), torch.sqrt(((row - row.mean()) ** 2).mean() + 1e-5)
 x_hat = (row - mu) / sigma
 ones = torch.ones(n, 1, dtype=torch.float64)
-ours = torch.diag(gamma) @ (torch.eye(n, dtype=torch.float64) - ones @ ones.T / n - torch.outer(x_hat, x_hat) / n) / sigma
+ours = (
+    torch.diag(gamma) @ (torch.eye(n, dtype=torch.float64) - ones @ ones.T / n - torch.outer(x_hat, x_hat) / n) / sigma
+)
 autograd = torch.autograd.functional.jacobian(lambda v: F.layer_norm(v, (n,), gamma, None, 1e-5), row)
 print("max |J_ours - J_autograd| =", (ours - autograd).abs().max().item())
 

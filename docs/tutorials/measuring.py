@@ -26,11 +26,11 @@
 # %%
 import inspect
 
-import numpy as np
-import torch
-
 import academy  # first: it decides whether kernels are compiled or interpreted
 from academy.notebook import answer, bench_table, show
+
+import numpy as np
+import torch
 
 print("device:", academy.DEVICE)
 
@@ -77,6 +77,7 @@ print(f"after synchronising:   {gpu.host_now - start:.3f} ms  (the launch and th
 # `torch.cuda.synchronize()`, then `start.elapsed_time(end)` in milliseconds.
 # The function below does exactly that; it is defined here but only called
 # when this page is executed on a GPU.
+
 
 # %%
 def time_with_events(fn, reps: int = 100) -> list[float]:
@@ -184,9 +185,11 @@ from examples.learn_answers.measuring import interleaved_medians
 kernels = {"peer": (0.9, True), "ours": (1.0, False), "ours again": (1.0, False)}
 for order in ("fixed", "rotated", "random"):
     medians = interleaved_medians(kernels, order)
-    print(f"{order:8s} peer {medians['peer']:.3f} ms, ours {medians['ours']:.3f} ms, "
-          f"ours again {medians['ours again']:.3f} ms: the same kernel read "
-          f"{max(medians['ours'], medians['ours again']) / min(medians['ours'], medians['ours again']):.3f}× apart")
+    print(
+        f"{order:8s} peer {medians['peer']:.3f} ms, ours {medians['ours']:.3f} ms, "
+        f"ours again {medians['ours again']:.3f} ms: the same kernel read "
+        f"{max(medians['ours'], medians['ours again']) / min(medians['ours'], medians['ours again']):.3f}× apart"
+    )
 
 # %% [markdown]
 # In a fixed order, "ours" always follows the peer and pays for it in full,
@@ -280,8 +283,7 @@ if files:
     smallest, largest = ours[0], ours[-1]
     for row in ours:
         print(f"n = 2^{row.params['n'].bit_length() - 1:<2}  {row.ms * 1e3:9.2f} µs   {row.rate:8.1f} GB/s")
-    print(f"\n{largest.params['n'] // smallest.params['n']:,}× more data took "
-          f"{largest.ms / smallest.ms:,.0f}× longer")
+    print(f"\n{largest.params['n'] // smallest.params['n']:,}× more data took {largest.ms / smallest.ms:,.0f}× longer")
 else:
     print("vector_add has no committed results yet")
 
@@ -397,12 +399,16 @@ for slug, kernel_name in LISTED:
         shown += 1
         accesses = record["ptx_global_accesses"]
         print(f"{slug}.{kernel_name} on {record['gpu']} (Triton {record['triton']})")
-        print(f"  registers per thread: {record['n_regs']}, spills: {record['n_spills']}, "
-              f"warps per program: {record['num_warps']}")
+        print(
+            f"  registers per thread: {record['n_regs']}, spills: {record['n_spills']}, "
+            f"warps per program: {record['num_warps']}"
+        )
         for access in accesses:
-            print(f"  {access['op']}.global: {access['vector']} × {access['bits']}-bit = "
-                  f"{access['vector'] * access['bits'] // 8} bytes per thread per instruction"
-                  f"{' (masked)' if access['predicated'] else ''}")
+            print(
+                f"  {access['op']}.global: {access['vector']} × {access['bits']}-bit = "
+                f"{access['vector'] * access['bits'] // 8} bytes per thread per instruction"
+                f"{' (masked)' if access['predicated'] else ''}"
+            )
         print("  PTX lines of interest:")
         print("\n".join("    " + line for line in record["ptx_lines"]))
         if record.get("sass"):
@@ -410,8 +416,10 @@ for slug, kernel_name in LISTED:
             print("\n".join("    " + line for line in record["sass"][:16]))
         print()
 if not shown:
-    print("No PTX/SASS listing is committed yet: the listing appears here after "
-          "academy.asm.dump(...) has been run on a GPU (see academy/asm.py).")
+    print(
+        "No PTX/SASS listing is committed yet: the listing appears here after "
+        "academy.asm.dump(...) has been run on a GPU (see academy/asm.py)."
+    )
 
 # %% [markdown]
 # Count the elements per thread yourself: a program of `BLOCK_SIZE` elements
@@ -434,8 +442,11 @@ if not shown:
 matmul_files = chapter("matmul").results_files()
 if matmul_files:
     rows = sorted(
-        (r for r in load(matmul_files[0]).rows
-         if r.provider == "cublas" and r.sweep == "square" and r.dtype == "bfloat16"),
+        (
+            r
+            for r in load(matmul_files[0]).rows
+            if r.provider == "cublas" and r.sweep == "square" and r.dtype == "bfloat16"
+        ),
         key=lambda r: r.params["N"],
     )
     previous = None
@@ -472,13 +483,19 @@ from torch.utils import benchmark
 
 x = torch.randn(256, 256, device=academy.DEVICE)
 measurements = [
-    benchmark.Timer(stmt=stmt, globals={"naive_gelu": naive_gelu, "F": torch.nn.functional, "x": x},
-                    label="tanh GeLU, 256 x 256", description=name).blocked_autorange(min_run_time=0.2)
+    benchmark.Timer(
+        stmt=stmt,
+        globals={"naive_gelu": naive_gelu, "F": torch.nn.functional, "x": x},
+        label="tanh GeLU, 256 x 256",
+        description=name,
+    ).blocked_autorange(min_run_time=0.2)
     for name, stmt in (("op by op", "naive_gelu(x)"), ("built-in", "F.gelu(x, approximate='tanh')"))
 ]
 for m in measurements:
-    print(f"{m.description:9s}: median {m.median * 1e6:8.1f} µs, IQR {m.iqr * 1e6:6.1f} µs "
-          f"over {len(m.times)} samples (this machine's CPU)")
+    print(
+        f"{m.description:9s}: median {m.median * 1e6:8.1f} µs, IQR {m.iqr * 1e6:6.1f} µs "
+        f"over {len(m.times)} samples (this machine's CPU)"
+    )
 
 # %% [markdown]
 # **Nsight Systems** (`nsys profile -o trace python train.py`) records a

@@ -23,15 +23,13 @@
 
 # %%
 
+import academy
+from academy.notebook import answer, bench_plot, bench_table, show
+
 import numpy as np
 import torch
 
-import academy
-from academy.notebook import answer, bench_plot, bench_table, show
-from examples.row_sum import kernel
 from examples.row_sum.kernel import launch_config, row_sum
-
-
 
 # %% [markdown]
 # ## Why a wide row cannot be one block
@@ -53,8 +51,10 @@ from examples.row_sum.kernel import launch_config, row_sum
 for n_cols in (100, 3000, 4096, 262144):
     config = launch_config(n_cols)
     tiles = -(-n_cols // config["BLOCK_N"])
-    print(f"N = {n_cols:>6}: BLOCK_N = {config['BLOCK_N']:>4}, num_warps = {config['num_warps']}, "
-          f"{tiles:>2} tile(s) per row")
+    print(
+        f"N = {n_cols:>6}: BLOCK_N = {config['BLOCK_N']:>4}, num_warps = {config['num_warps']}, "
+        f"{tiles:>2} tile(s) per row"
+    )
 
 # %% [markdown]
 # ## The tile loop
@@ -156,8 +156,11 @@ for tile in values.reshape(-1, lanes):
         t = t[0::2] + t[1::2]
     per_tile = np.float32(per_tile + t[0])
 
-for label, total in (("one scalar chain", one_chain), ("tile sums into a scalar", per_tile),
-                     ("per-lane, then tree", tree[0])):
+for label, total in (
+    ("one scalar chain", one_chain),
+    ("tile sums into a scalar", per_tile),
+    ("per-lane, then tree", tree[0]),
+):
     print(f"{label:>24}: relative error {abs(float(total) - exact) / exact:.1e}")
 
 # %% [markdown]

@@ -33,12 +33,12 @@
 
 # %%
 import academy  # first: on a CPU it switches Triton to the interpreter before any kernel exists
+from academy.notebook import answer, bench_plot, bench_table, show
 
 import torch
 import triton
 from IPython.display import HTML
 
-from academy.notebook import answer, bench_plot, bench_table, show
 from examples.tiled_matmul.kernel import (
     grouping_svg,
     kernel_tile_map,
@@ -205,8 +205,10 @@ for k_start in range(0, K_small, BLOCK_K):
 M_small, BLOCK_M = 10, 4
 for pid_m in range(triton.cdiv(M_small, BLOCK_M)):
     rows = pid_m * BLOCK_M + torch.arange(BLOCK_M)
-    print(f"tile {pid_m}: rows {rows.tolist()} -> loads rows {(rows % M_small).tolist()}, "
-          f"stores {(rows < M_small).int().tolist()}")
+    print(
+        f"tile {pid_m}: rows {rows.tolist()} -> loads rows {(rows % M_small).tolist()}, "
+        f"stores {(rows < M_small).int().tolist()}"
+    )
 
 # %% [markdown]
 # The test suite runs shapes such as $33 \times 47 \times 70$ with outputs
@@ -228,8 +230,10 @@ base = torch.randn(6, 8, device=academy.DEVICE)
 for name, t in [("contiguous", base), ("transposed", base.t()), ("every other column", base[:, ::2])]:
     i, j = 1, 2
     offset = i * t.stride(0) + j * t.stride(1) + t.storage_offset()
-    print(f"{name:19s} shape {tuple(t.shape)} strides {t.stride()}: "
-          f"element (1, 2) at offset {offset} -> {base.flatten()[offset].item():+.4f} == {t[i, j].item():+.4f}")
+    print(
+        f"{name:19s} shape {tuple(t.shape)} strides {t.stride()}: "
+        f"element (1, 2) at offset {offset} -> {base.flatten()[offset].item():+.4f} == {t[i, j].item():+.4f}"
+    )
 
 a_t = torch.randn(K, M, device=academy.DEVICE).t()  # an (M, K) view with strides (1, M)
 c = matmul(a_t, b, config=tiles)
@@ -308,7 +312,9 @@ HTML(
 # %%
 for g in (1, 4, 8, 16):
     rows_read, cols_read = panels_read(64, 64, g, 132)
-    print(f"GROUP_SIZE_M = {g:2d}: {rows_read:2d} A panels + {cols_read:2d} B panels = {rows_read + cols_read} panels per wave")
+    print(
+        f"GROUP_SIZE_M = {g:2d}: {rows_read:2d} A panels + {cols_read:2d} B panels = {rows_read + cols_read} panels per wave"
+    )
 
 # %% [markdown]
 # Each panel is $128 \times 8192$ fp16 values, 2 MiB: row-major order asks L2
@@ -334,7 +340,9 @@ for activation in ("relu", "leaky_relu"):
     c = matmul(a16, b16, activation=activation, config=tiles)
     exact = a16.double() @ b16.double()
     exact = torch.relu(exact) if activation == "relu" else torch.nn.functional.leaky_relu(exact, 0.01)
-    print(f"{activation:10s}: min {c.min().item():+.3f}, relative error {((c.double() - exact).norm() / exact.norm()).item():.1e}")
+    print(
+        f"{activation:10s}: min {c.min().item():+.3f}, relative error {((c.double() - exact).norm() / exact.norm()).item():.1e}"
+    )
 
 # %% [markdown]
 # ## 6. The TF32 trap
@@ -366,7 +374,9 @@ def rel_error(approx):
 
 print(f"fp32 inputs, fp32 products          {rel_error(x @ y):.1e}")
 print(f"TF32 inputs (round to nearest)      {rel_error(to_tf32(x).double() @ to_tf32(y).double()):.1e}")
-print(f"TF32 inputs (truncated)             {rel_error(to_tf32(x, 'truncate').double() @ to_tf32(y, 'truncate').double()):.1e}")
+print(
+    f"TF32 inputs (truncated)             {rel_error(to_tf32(x, 'truncate').double() @ to_tf32(y, 'truncate').double()):.1e}"
+)
 print(f"fp16 inputs                         {rel_error(x.half().double() @ y.half().double()):.1e}")
 print("fp32 tolerance in this handbook      1.0e-05")
 

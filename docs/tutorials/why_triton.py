@@ -68,9 +68,9 @@
 # %%
 import re
 
-from IPython.display import Markdown
-
 from academy.notebook import section
+
+from IPython.display import Markdown
 
 # The chapter page explains the numbered markers; here they are dropped.
 code = re.sub(r"\s*# \(\d+\)!", "", section("examples/vector_add/kernel.py:kernel"))

@@ -1,10 +1,11 @@
 """Benchmark spec for the learnable swish: bf16, forward and forward+backward, M=4096 rows."""
 
-import torch
-
 from academy.bench.peers import compiled, eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+
 from examples.backward_pass.kernel import reference, swish
 
 
@@ -20,6 +21,8 @@ def bytes_moved(case: Case) -> float:
     element_size = torch.empty((), dtype=case.dtype).element_size()
     passes = {"fwd": 2, "fwd+bwd": 5}[case.mode]
     return passes * case.params["M"] * case.params["N"] * element_size
+
+
 # --8<-- [end:work]
 
 

@@ -9,11 +9,12 @@
 
 from __future__ import annotations
 
+from academy.validation import check_tensor
+
 import torch
 import triton
 import triton.language as tl
 
-from academy.validation import check_tensor
 from examples.backward_pass.kernel import SUPPORTED_DTYPES
 
 BLOCK_SIZE = 1024
@@ -68,4 +69,6 @@ def silu(x: torch.Tensor) -> torch.Tensor:
     """``x · σ(x)``, differentiable, through our two kernels."""
     check_tensor("x", x, SUPPORTED_DTYPES)
     return _SiLU.apply(x)
+
+
 # --8<-- [end:silu]

@@ -13,12 +13,12 @@ Run this file (``python -m examples.backward_pass.kernel``) for a quick check.
 
 from __future__ import annotations
 
+from academy import DEVICE
+from academy.validation import check_tensor
+
 import torch
 import triton
 import triton.language as tl
-
-from academy import DEVICE
-from academy.validation import check_tensor
 
 SUPPORTED_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 BLOCK_M = 16
@@ -40,14 +40,21 @@ def manual_backward(x: torch.Tensor, w: torch.Tensor, dy: torch.Tensor) -> tuple
     dx = dy * (s + w * x * ds)  # ∂y/∂x = σ + x·σ'·w
     dw = (dy * x * x * ds).reshape(-1, x.shape[-1]).sum(0)  # ∂y/∂w = x·σ'·x, summed over rows
     return dx, dw
+
+
 # --8<-- [end:reference]
 
 
 # --8<-- [start:forward_kernel]
 @triton.jit
 def swish_forward_kernel(
-    x_ptr, w_ptr, y_ptr, n_rows, n_cols,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    x_ptr,
+    w_ptr,
+    y_ptr,
+    n_rows,
+    n_cols,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -60,14 +67,23 @@ def swish_forward_kernel(
         w = w.to(tl.float32)
     y = x * tl.sigmoid(w[None, :] * x)
     tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:forward_kernel]
 
 
 # --8<-- [start:backward_kernel]
 @triton.jit
 def swish_backward_kernel(
-    x_ptr, w_ptr, dy_ptr, dx_ptr, dw_partial_ptr, n_rows, n_cols,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    dx_ptr,
+    dw_partial_ptr,
+    n_rows,
+    n_cols,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -87,6 +103,8 @@ def swish_backward_kernel(
     dw = tl.sum(dy * x * x * ds, axis=0)  # (4)!
     partial_row = tl.program_id(0).to(tl.int64) * n_cols
     tl.store(dw_partial_ptr + partial_row + cols, dw, mask=cols < n_cols)  # (5)!
+
+
 # --8<-- [end:backward_kernel]
 
 
@@ -130,6 +148,8 @@ def _backward(x: torch.Tensor, w: torch.Tensor, dy: torch.Tensor) -> tuple[torch
         )
     dw = dw_partial.sum(dim=0).to(w.dtype)  # (2)!
     return dx.view(x.shape), dw
+
+
 # --8<-- [end:launcher]
 
 
@@ -156,6 +176,8 @@ def swish(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
         return _Swish.apply(x, w)
     return _forward(x, w)
+
+
 # --8<-- [end:autograd]
 
 
@@ -166,6 +188,8 @@ if __name__ == "__main__":
     dy = torch.randn_like(x)
     swish(x, w).backward(dy)
     dx, dw = manual_backward(x.detach(), w.detach(), dy)
-    print(f"swish on {DEVICE}: gradcheck {ok}, dx error {((x.grad - dx).norm() / dx.norm()).item():.1e}, "
-          f"dw error {((w.grad - dw).norm() / dw.norm()).item():.1e}")
+    print(
+        f"swish on {DEVICE}: gradcheck {ok}, dx error {((x.grad - dx).norm() / dx.norm()).item():.1e}, "
+        f"dw error {((w.grad - dw).norm() / dw.norm()).item():.1e}"
+    )
     assert torch.allclose(x.grad, dx) and torch.allclose(w.grad, dw)

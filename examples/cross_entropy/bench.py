@@ -5,12 +5,13 @@ Every provider takes the inputs of either sweep: ``(logits, target)`` for
 "T=8192" and ``(hidden, weight, target)`` for "linear".
 """
 
-import torch
-import torch.nn.functional as F
-
 from academy.bench.peers import compiled, eager, liger
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+import torch.nn.functional as F
+
 from examples.cross_entropy.fused_linear import fused_linear_cross_entropy, unfused_linear_cross_entropy
 from examples.cross_entropy.fused_linear import reference as linear_reference
 from examples.cross_entropy.kernel import cross_entropy, cross_entropy_grad_in_backward
@@ -42,6 +43,8 @@ def work(case: Case) -> float:
     element_size = torch.empty((), dtype=case.dtype).element_size()
     passes = {"fwd": 1, "fwd+bwd": 2}[case.mode]
     return passes * p["T"] * p["V"] * element_size
+
+
 # --8<-- [end:work]
 
 
@@ -106,8 +109,13 @@ SPEC = BenchSpec(
     metric="bandwidth",
     sweeps=[
         Sweep("T=8192", x="V", shapes=[{"T": 8192, "V": v} for v in (128256, 32000)]),
-        Sweep("linear", x="V", shapes=[{"T": 8192, "H": 4096, "V": 128256}], metric="compute",
-              providers=("academy", "academy:unfused", "eager", "eager-fp32", "liger")),
+        Sweep(
+            "linear",
+            x="V",
+            shapes=[{"T": 8192, "H": 4096, "V": 128256}],
+            metric="compute",
+            providers=("academy", "academy:unfused", "eager", "eager-fp32", "liger"),
+        ),
     ],
     dtypes=[torch.bfloat16],
     modes=["fwd", "fwd+bwd"],

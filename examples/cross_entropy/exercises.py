@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
-import torch
-
 import academy  # noqa: F401  (sets up the interpreter before triton is imported)
+from academy.validation import check_tensor
+
+import torch
 import triton
 import triton.language as tl
 
-from academy.validation import check_tensor
 from examples.cross_entropy.kernel import SUPPORTED_DTYPES, launch_config
 
 
@@ -35,13 +35,15 @@ def online_logsumexp(x: torch.Tensor, block: int) -> torch.Tensor:
     for start in range(0, n_cols, block):
         chunk = torch.full((n_rows, block), -torch.inf, dtype=x.dtype)
         width = min(block, n_cols - start)
-        chunk[:, :width] = x[:, start:start + width]  # padded lanes hold -inf: they add exp(-inf) = 0
+        chunk[:, :width] = x[:, start : start + width]  # padded lanes hold -inf: they add exp(-inf) = 0
         new_m = torch.maximum(m, chunk)
         safe = torch.where(new_m == -torch.inf, 0.0, new_m)  # a lane that has seen only padding
         s = s * torch.exp(m - safe) + torch.exp(chunk - safe)
         m = new_m
     row_max = m.max(dim=1).values
     return row_max + torch.log((s * torch.exp(m - row_max[:, None])).sum(dim=1))
+
+
 # --8<-- [end:online_logsumexp]
 
 
@@ -76,4 +78,6 @@ def row_logsumexp(x: torch.Tensor) -> torch.Tensor:
             x, out, x.shape[1], x.stride(0), BLOCK_V=config["BLOCK_V"], num_warps=config["num_warps"]
         )
     return out
+
+
 # --8<-- [end:row_logsumexp]

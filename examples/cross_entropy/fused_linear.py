@@ -14,10 +14,11 @@ No Triton here: the kernels live in ``kernel.py``; this file is the chunking dri
 
 from __future__ import annotations
 
+from academy.validation import check_tensor
+
 import torch
 import torch.nn.functional as F
 
-from academy.validation import check_tensor
 from examples.cross_entropy.kernel import (
     SUPPORTED_DTYPES,
     _forward,
@@ -30,14 +31,16 @@ from examples.cross_entropy.kernel import (
 
 
 # --8<-- [start:reference]
-def reference(hidden, weight, target, ignore_index=-100, reduction="mean", label_smoothing=0.0,
-              softcap=None, logit_scale=None):
+def reference(
+    hidden, weight, target, ignore_index=-100, reduction="mean", label_smoothing=0.0, softcap=None, logit_scale=None
+):
     """Materialise the logits in fp32, then PyTorch's cross entropy."""
     z = hidden.float() @ weight.float().T if hidden.dtype != torch.float64 else hidden @ weight.T
     z = transform_logits(z, softcap, logit_scale)
-    loss = F.cross_entropy(z, target, ignore_index=ignore_index, reduction=reduction,
-                           label_smoothing=label_smoothing)
+    loss = F.cross_entropy(z, target, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing)
     return loss.to(hidden.dtype)
+
+
 # --8<-- [end:reference]
 
 
@@ -52,6 +55,8 @@ def chunk_rows(n_rows: int, n_cols: int, element_size: int) -> int:
     """Tokens per chunk: logits of about ``CHUNK_BYTES``, a multiple of 128 rows (whole GEMM tiles)."""
     rows = max(128, (CHUNK_BYTES // (n_cols * element_size)) // 128 * 128)
     return min(rows, n_rows)
+
+
 # --8<-- [end:chunk_size]
 
 
@@ -66,13 +71,14 @@ def _fused_forward(hidden, weight, target, options, need_dh: bool, need_dw: bool
     grad_weight = torch.empty_like(weight) if need_dw else None  # (1)!
     n_valid = count_valid(target, ignore_index)
     for start in range(0, n_rows, chunk):
-        h = hidden[start:start + chunk]
+        h = hidden[start : start + chunk]
         logits = h @ weight.T  # (2)!
-        rows = _forward(logits, target[start:start + chunk], *options,
-                        grad=logits if need_grad else None, n_valid=n_valid)  # (3)!
-        loss_rows[start:start + chunk] = rows
+        rows = _forward(
+            logits, target[start : start + chunk], *options, grad=logits if need_grad else None, n_valid=n_valid
+        )  # (3)!
+        loss_rows[start : start + chunk] = rows
         if need_dh:
-            torch.matmul(logits, weight, out=grad_hidden[start:start + chunk])  # (4)!
+            torch.matmul(logits, weight, out=grad_hidden[start : start + chunk])  # (4)!
         if need_dw and start == 0:
             torch.matmul(logits.T, h, out=grad_weight)  # (5)!
         elif need_dw:
@@ -100,6 +106,8 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
             if grad is not None:
                 scale_by_grad_output(grad, grad_output)  # (6)!
         return grad_hidden, grad_weight, None, None, None
+
+
 # --8<-- [end:driver]
 
 
@@ -130,7 +138,9 @@ def fused_linear_cross_entropy(
     check_tensor("weight", weight, SUPPORTED_DTYPES)
     check_tensor("target", target, (torch.int64,))
     if hidden.dim() != 2 or weight.dim() != 2 or hidden.shape[1] != weight.shape[1]:
-        raise ValueError(f"expected hidden (T, H) and weight (V, H), got {tuple(hidden.shape)} and {tuple(weight.shape)}")
+        raise ValueError(
+            f"expected hidden (T, H) and weight (V, H), got {tuple(hidden.shape)} and {tuple(weight.shape)}"
+        )
     if hidden.dtype != weight.dtype:
         raise TypeError(f"dtypes differ: hidden {hidden.dtype} vs weight {weight.dtype}")
     if target.shape != (hidden.shape[0],):

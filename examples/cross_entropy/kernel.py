@@ -23,16 +23,15 @@ from __future__ import annotations
 
 import math
 
-import torch
-import torch.nn.functional as F
-
 import academy  # noqa: F401  (sets up the interpreter before triton is imported)
-import triton
-import triton.language as tl
-
 from academy import INTERPRETED
 from academy.grid import sm_count
 from academy.validation import check_tensor
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -66,6 +65,8 @@ def reference(
         z, target.reshape(-1), ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing
     )
     return loss.reshape(target.shape).to(logits.dtype) if reduction == "none" else loss.to(logits.dtype)
+
+
 # --8<-- [end:reference]
 
 
@@ -88,8 +89,9 @@ def _transform(x, softcap, logit_scale, HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl
     if HAS_SOFTCAP:
         z = softcap * _tanh(z / softcap)
     return z
-# --8<-- [end:helpers]
 
+
+# --8<-- [end:helpers]
 
 
 # --8<-- [start:kernel]
@@ -99,20 +101,39 @@ def fetch_row_start(row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_
     lanes = tl.arange(0, BLOCK_V)
     width = tl.where(row < n_rows, n_cols, 0)
     row = tl.minimum(row, n_rows - 1)  # a valid address for the target
-    return tl.load(target_ptr + row), tl.load(x_ptr + row * x_row_stride + lanes, mask=lanes < width, other=0.0,
-                                              eviction_policy=KEEP)
+    return tl.load(target_ptr + row), tl.load(
+        x_ptr + row * x_row_stride + lanes, mask=lanes < width, other=0.0, eviction_policy=KEEP
+    )
 
 
 @triton.jit
 def cross_entropy_row(
-    row, y, x_first, next_row,  # int64 rows; this row's target and first chunk, already fetched
-    x_ptr, target_ptr, loss_ptr, grad_ptr, log2_weight, smooth_weight,
-    n_rows, n_cols, x_row_stride, grad_row_stride,  # strides in elements
-    ignore_index, label_smoothing, softcap, logit_scale,
-    HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr,
+    row,
+    y,
+    x_first,
+    next_row,  # int64 rows; this row's target and first chunk, already fetched
+    x_ptr,
+    target_ptr,
+    loss_ptr,
+    grad_ptr,
+    log2_weight,
+    smooth_weight,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    grad_row_stride,  # strides in elements
+    ignore_index,
+    label_smoothing,
+    softcap,
+    logit_scale,
+    HAS_SOFTCAP: tl.constexpr,
+    HAS_SCALE: tl.constexpr,
+    HAS_SMOOTHING: tl.constexpr,
     WRITE_GRAD: tl.constexpr,
-    BLOCK_V: tl.constexpr, PER_LANE: tl.constexpr,
-    KEEP: tl.constexpr, STREAM: tl.constexpr,  # eviction hints ("" for none)
+    BLOCK_V: tl.constexpr,
+    PER_LANE: tl.constexpr,
+    KEEP: tl.constexpr,
+    STREAM: tl.constexpr,  # eviction hints ("" for none)
 ):
     x_row = x_ptr + row * x_row_stride  # (1)!
     grad_row = grad_ptr + row * grad_row_stride
@@ -120,14 +141,14 @@ def cross_entropy_row(
     full_end = n_cols // BLOCK_V * BLOCK_V  # the row's whole chunks end here; a partial one may follow
 
     if y == ignore_index:  # (2)!
-        y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V,
-                                               KEEP)
+        y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V, KEEP)
         tl.store(loss_ptr + row, 0.0)
         if WRITE_GRAD:
             for start in range(0, n_cols, BLOCK_V):
                 cols = start + lanes
-                tl.store(grad_row + cols, tl.zeros([BLOCK_V], tl.float32).to(grad_ptr.dtype.element_ty),
-                         mask=cols < n_cols)
+                tl.store(
+                    grad_row + cols, tl.zeros([BLOCK_V], tl.float32).to(grad_ptr.dtype.element_ty), mask=cols < n_cols
+                )
     else:
         # Sweep 1: online log-sum-exp (a running max and a running sum of exp).
         if PER_LANE:
@@ -141,8 +162,12 @@ def cross_entropy_row(
         for start in range(0, n_cols, BLOCK_V):
             cols = start + lanes
             x = x_next
-            x_next = tl.load(x_row + BLOCK_V + cols, mask=BLOCK_V + cols < n_cols, other=0.0,  # (3)!
-                             eviction_policy=KEEP)
+            x_next = tl.load(
+                x_row + BLOCK_V + cols,
+                mask=BLOCK_V + cols < n_cols,
+                other=0.0,  # (3)!
+                eviction_policy=KEEP,
+            )
             z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
             if start < full_end:  # (4)!
                 if HAS_SMOOTHING:
@@ -151,16 +176,25 @@ def cross_entropy_row(
                 z = tl.where(cols < n_cols, z, -float("inf"))  # (5)!
                 if HAS_SMOOTHING:
                     sum_z += tl.where(cols < n_cols, z, 0.0)
-            running_max, running_max2, running_sum = _online_lse_step(z, running_max, running_max2, running_sum,
-                                                                     PER_LANE)
+            running_max, running_max2, running_sum = _online_lse_step(
+                z, running_max, running_max2, running_sum, PER_LANE
+            )
         in_range = (y >= 0) & (y < n_cols)
         x_y = tl.load(x_row + tl.where(in_range, y, 0)).to(tl.float32)  # (6)!
         if WRITE_GRAD:  # sweep 2 starts at the row's last chunk: that load flies while the loss is computed
             last = (tl.cdiv(n_cols, BLOCK_V) - 1) * BLOCK_V
             x_last = tl.load(x_row + last + lanes, mask=last + lanes < n_cols, other=0.0, eviction_policy=STREAM)
         lse = _log_sum_exp(running_max, running_max2, running_sum, PER_LANE)  # (7)!
-        y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride,  # (8)!
-                                               BLOCK_V, KEEP)
+        y_next, x_first_next = fetch_row_start(
+            next_row,
+            x_ptr,
+            target_ptr,
+            n_rows,
+            n_cols,
+            x_row_stride,  # (8)!
+            BLOCK_V,
+            KEEP,
+        )
 
         z_y = tl.where(in_range, _transform(x_y, softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE), float("nan"))
         if HAS_SMOOTHING:
@@ -179,18 +213,31 @@ def cross_entropy_row(
                 x_next = tl.load(x_row + cols - BLOCK_V, mask=cols >= BLOCK_V, other=0.0, eviction_policy=STREAM)
                 z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
                 dz = _dlogits(z, lse, log2_weight, smooth_weight, softcap, HAS_SOFTCAP, HAS_SMOOTHING)
-                tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), mask=cols < n_cols,
-                         eviction_policy=STREAM)
+                tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), mask=cols < n_cols, eviction_policy=STREAM)
             for i in range(0, full_end // BLOCK_V):  # then the whole chunks, unmasked
                 cols = full_end - (i + 1) * BLOCK_V + lanes
                 x = x_next
-                x_next = tl.load(x_row + cols - BLOCK_V, mask=cols >= BLOCK_V, other=0.0,  # (10)!
-                                 eviction_policy=STREAM)
+                x_next = tl.load(
+                    x_row + cols - BLOCK_V,
+                    mask=cols >= BLOCK_V,
+                    other=0.0,  # (10)!
+                    eviction_policy=STREAM,
+                )
                 z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
                 dz = _dlogits(z, lse, log2_weight, smooth_weight, softcap, HAS_SOFTCAP, HAS_SMOOTHING)  # (11)!
                 tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), eviction_policy=STREAM)
-            _store_target_gradient(grad_row, y, in_range, z_y, lse, log2_weight,  # (12)!
-                                   smooth_weight, label_smoothing, softcap, HAS_SOFTCAP)
+            _store_target_gradient(
+                grad_row,
+                y,
+                in_range,
+                z_y,
+                lse,
+                log2_weight,  # (12)!
+                smooth_weight,
+                label_smoothing,
+                softcap,
+                HAS_SOFTCAP,
+            )
     return y_next, x_first_next
 
 
@@ -208,8 +255,10 @@ def _online_lse_step(z, running_max, running_max2, running_sum, PER_LANE: tl.con
         new_max = tl.maximum(running_max, tl.max(z, axis=0))
     new_max2 = new_max * LOG2E  # rounded once, and used as rounded by every term and rescale
     safe_max2 = tl.where(new_max2 == -float("inf"), 0.0, new_max2)
-    running_sum = (running_sum * tl.math.exp2(running_max2 - safe_max2)  # (13)!
-                   + tl.math.exp2(tl.fma(z, LOG2E, -safe_max2)))
+    running_sum = (
+        running_sum * tl.math.exp2(running_max2 - safe_max2)  # (13)!
+        + tl.math.exp2(tl.fma(z, LOG2E, -safe_max2))
+    )
     return new_max, new_max2, running_sum
 
 
@@ -240,8 +289,7 @@ def _row_weight(n_valid_ptr, MEAN: tl.constexpr):
 
 
 @triton.jit
-def _gradient_weights(n_valid_ptr, n_cols, label_smoothing, logit_scale,
-                      HAS_SCALE: tl.constexpr, MEAN: tl.constexpr):
+def _gradient_weights(n_valid_ptr, n_cols, label_smoothing, logit_scale, HAS_SCALE: tl.constexpr, MEAN: tl.constexpr):
     """The gradient's per-program constants: log2(w·s), the row weight times the logit scale, which
     every p_j takes in its exponent, and ε/V·w·s, the smoothed target's share of every column."""
     weight = _row_weight(n_valid_ptr, MEAN)
@@ -264,8 +312,9 @@ def _dlogits(z, lse, log2_weight, minus, softcap, HAS_SOFTCAP: tl.constexpr, SUB
 
 
 @triton.jit
-def _store_target_gradient(grad_row, y, in_range, z_y, lse, log2_weight, smooth_weight, label_smoothing, softcap,
-                           HAS_SOFTCAP: tl.constexpr):
+def _store_target_gradient(
+    grad_row, y, in_range, z_y, lse, log2_weight, smooth_weight, label_smoothing, softcap, HAS_SOFTCAP: tl.constexpr
+):
     """Overwrite the target's column with its full gradient, one-hot included. The barrier orders every
     thread's store of the row (the column's first value among them) before this one."""
     tl.debug_barrier()
@@ -276,40 +325,104 @@ def _store_target_gradient(grad_row, y, in_range, z_y, lse, log2_weight, smooth_
 
 @triton.jit
 def cross_entropy_kernel(
-    x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr,
-    n_rows, n_cols, x_row_stride, grad_row_stride,
-    ignore_index, label_smoothing, softcap, logit_scale,
-    HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr,
-    WRITE_GRAD: tl.constexpr, MEAN: tl.constexpr,
-    BLOCK_V: tl.constexpr, PER_LANE: tl.constexpr,
-    KEEP: tl.constexpr, STREAM: tl.constexpr,
+    x_ptr,
+    target_ptr,
+    loss_ptr,
+    grad_ptr,
+    n_valid_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    grad_row_stride,
+    ignore_index,
+    label_smoothing,
+    softcap,
+    logit_scale,
+    HAS_SOFTCAP: tl.constexpr,
+    HAS_SCALE: tl.constexpr,
+    HAS_SMOOTHING: tl.constexpr,
+    WRITE_GRAD: tl.constexpr,
+    MEAN: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    PER_LANE: tl.constexpr,
+    KEEP: tl.constexpr,
+    STREAM: tl.constexpr,
     PERSISTENT: tl.constexpr,  # a fixed grid of programs looping over rows
 ):
     first = tl.program_id(0).to(tl.int64)  # (16)!
-    log2_weight, smooth_weight = _gradient_weights(n_valid_ptr, n_cols, label_smoothing, logit_scale,  # (17)!
-                                                   HAS_SCALE, MEAN)
+    log2_weight, smooth_weight = _gradient_weights(
+        n_valid_ptr,
+        n_cols,
+        label_smoothing,
+        logit_scale,  # (17)!
+        HAS_SCALE,
+        MEAN,
+    )
     y, x_first = fetch_row_start(first, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V, KEEP)
     step = tl.num_programs(0) if PERSISTENT else n_rows  # one program per row: nothing to fetch ahead
     for row in range(first, n_rows, step):
         y, x_first = cross_entropy_row(
-            row, y, x_first, tl.minimum(row + step, n_rows), x_ptr, target_ptr, loss_ptr, grad_ptr,
-            log2_weight, smooth_weight,
-            n_rows, n_cols, x_row_stride, grad_row_stride, ignore_index, label_smoothing, softcap, logit_scale,
-            HAS_SOFTCAP, HAS_SCALE, HAS_SMOOTHING, WRITE_GRAD, BLOCK_V, PER_LANE, KEEP, STREAM,
+            row,
+            y,
+            x_first,
+            tl.minimum(row + step, n_rows),
+            x_ptr,
+            target_ptr,
+            loss_ptr,
+            grad_ptr,
+            log2_weight,
+            smooth_weight,
+            n_rows,
+            n_cols,
+            x_row_stride,
+            grad_row_stride,
+            ignore_index,
+            label_smoothing,
+            softcap,
+            logit_scale,
+            HAS_SOFTCAP,
+            HAS_SCALE,
+            HAS_SMOOTHING,
+            WRITE_GRAD,
+            BLOCK_V,
+            PER_LANE,
+            KEEP,
+            STREAM,
         )
+
+
 # --8<-- [end:kernel]
 
 
 # --8<-- [start:split_kernel]
 @triton.jit
 def cross_entropy_split_kernel(
-    x_ptr, target_ptr, loss_ptr, grad_ptr, n_valid_ptr, partial_ptr, arrived_ptr,
-    n_rows, n_cols, n_chunks, x_row_stride, grad_row_stride,
-    ignore_index, label_smoothing, softcap, logit_scale,
-    HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr, HAS_SMOOTHING: tl.constexpr, MEAN: tl.constexpr,
-    BLOCK_V: tl.constexpr, CHUNKS_P2: tl.constexpr,
+    x_ptr,
+    target_ptr,
+    loss_ptr,
+    grad_ptr,
+    n_valid_ptr,
+    partial_ptr,
+    arrived_ptr,
+    n_rows,
+    n_cols,
+    n_chunks,
+    x_row_stride,
+    grad_row_stride,
+    ignore_index,
+    label_smoothing,
+    softcap,
+    logit_scale,
+    HAS_SOFTCAP: tl.constexpr,
+    HAS_SCALE: tl.constexpr,
+    HAS_SMOOTHING: tl.constexpr,
+    MEAN: tl.constexpr,
+    BLOCK_V: tl.constexpr,
+    CHUNKS_P2: tl.constexpr,
     PHASE: tl.constexpr,  # 0: one launch, programs wait for each other; 1 then 2: two launches
-    LOAD_HINT: tl.constexpr, STORE_HINT: tl.constexpr, PREFETCH: tl.constexpr,
+    LOAD_HINT: tl.constexpr,
+    STORE_HINT: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     chunk = tl.program_id(0) % n_chunks  # (1)!
     cols = chunk * BLOCK_V + tl.arange(0, BLOCK_V)
@@ -319,13 +432,21 @@ def cross_entropy_split_kernel(
     first_row = (tl.program_id(0) // n_chunks).to(tl.int64)
     step = tl.num_programs(0) // n_chunks
     if PREFETCH:
-        x_next = tl.load(x_ptr + first_row * x_row_stride + cols, other=0.0, eviction_policy=LOAD_HINT,
-                         mask=cols < tl.where(first_row < n_rows, n_cols, 0))
+        x_next = tl.load(
+            x_ptr + first_row * x_row_stride + cols,
+            other=0.0,
+            eviction_policy=LOAD_HINT,
+            mask=cols < tl.where(first_row < n_rows, n_cols, 0),
+        )
     for row in range(first_row, n_rows, step):  # (2)!
         if PREFETCH:  # the next row's chunk is on its way while this row waits for its partners
             x = x_next
-            x_next = tl.load(x_ptr + (row + step) * x_row_stride + cols, other=0.0, eviction_policy=LOAD_HINT,
-                             mask=cols < tl.where(row + step < n_rows, n_cols, 0))
+            x_next = tl.load(
+                x_ptr + (row + step) * x_row_stride + cols,
+                other=0.0,
+                eviction_policy=LOAD_HINT,
+                mask=cols < tl.where(row + step < n_rows, n_cols, 0),
+            )
         else:
             x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0, eviction_policy=LOAD_HINT)  # (3)!
         y = tl.load(target_ptr + row)
@@ -366,29 +487,51 @@ def cross_entropy_split_kernel(
                 if chunk == owner:  # z_y from registers: with grad_in_logits, other chunks may be gradients already
                     z_y = tl.where(in_range, tl.sum(tl.where(cols == y, z, 0.0), axis=0), float("nan"))
                     if HAS_SMOOTHING:
-                        mean_z = tl.sum(tl.load(partials + 2 * CHUNKS_P2 + slots, mask=used, other=0.0,
-                                                cache_modifier=".cg"), axis=0) / n_cols
+                        mean_z = (
+                            tl.sum(
+                                tl.load(partials + 2 * CHUNKS_P2 + slots, mask=used, other=0.0, cache_modifier=".cg"),
+                                axis=0,
+                            )
+                            / n_cols
+                        )
                         loss = lse - (1.0 - label_smoothing) * z_y - label_smoothing * mean_z
                     else:
                         loss = lse - z_y
                     tl.store(loss_ptr + row, loss)
-                    _store_target_gradient(grad_row, y, in_range, z_y, lse, log2_weight, smooth_weight,
-                                           label_smoothing, softcap, HAS_SOFTCAP)
+                    _store_target_gradient(
+                        grad_row,
+                        y,
+                        in_range,
+                        z_y,
+                        lse,
+                        log2_weight,
+                        smooth_weight,
+                        label_smoothing,
+                        softcap,
+                        HAS_SOFTCAP,
+                    )
+
+
 # --8<-- [end:split_kernel]
 
 
 # --8<-- [start:scale_kernel]
 @triton.jit
 def scale_by_grad_output_kernel(
-    g_ptr, grad_output_ptr,
-    n_rows, n_cols, row_stride,
+    g_ptr,
+    grad_output_ptr,
+    n_rows,
+    n_cols,
+    row_stride,
     PER_ROW: tl.constexpr,  # reduction="none": one grad_output per row
     BLOCK: tl.constexpr,
 ):
     go = tl.load(grad_output_ptr).to(tl.float32)  # (1)!
     if PER_ROW or go != 1.0:  # (2)!
         col_blocks = tl.cdiv(n_cols, BLOCK)
-        for tile in range(tl.program_id(0).to(tl.int64), tl.cast(n_rows, tl.int64) * col_blocks, tl.num_programs(0)):  # (3)!
+        for tile in range(
+            tl.program_id(0).to(tl.int64), tl.cast(n_rows, tl.int64) * col_blocks, tl.num_programs(0)
+        ):  # (3)!
             row = tile // col_blocks
             if PER_ROW:
                 go = tl.load(grad_output_ptr + row).to(tl.float32)
@@ -397,6 +540,8 @@ def scale_by_grad_output_kernel(
                 mask = cols < n_cols
                 g = tl.load(g_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
                 tl.store(g_ptr + row * row_stride + cols, (g * go).to(g_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:scale_kernel]
 
 
@@ -437,18 +582,29 @@ def launch_config(n_cols: int, write_grad: bool = True) -> dict[str, int]:
     shrink = 1 if write_grad else FORWARD_ONLY_SHRINK
     block_v = min(MAX_BLOCK_V // shrink, max(16, triton.next_power_of_2(n_cols)))
     num_warps = max(1, min(NUM_WARPS // shrink, block_v // 256))  # 8 to 16 values per thread and chunk
-    return {"BLOCK_V": block_v, "num_warps": num_warps, "PER_LANE": PER_LANE,
-            "KEEP": KEEP, "STREAM": STREAM, "PROGRAMS_PER_SM": PROGRAMS_PER_SM}
+    return {
+        "BLOCK_V": block_v,
+        "num_warps": num_warps,
+        "PER_LANE": PER_LANE,
+        "KEEP": KEEP,
+        "STREAM": STREAM,
+        "PROGRAMS_PER_SM": PROGRAMS_PER_SM,
+    }
 
 
 def split_config(n_cols: int) -> dict[str, int]:
     """Meta-parameters of the split-row kernel for a row of ``n_cols`` values."""
     block_v = min(SPLIT_BLOCK_V, max(16, triton.next_power_of_2(n_cols)))
     n_chunks = triton.cdiv(n_cols, block_v)
-    return {"BLOCK_V": block_v, "CHUNKS_P2": triton.next_power_of_2(n_chunks),
-            "num_warps": max(1, min(SPLIT_WARPS, block_v // 256)),
-            "LOAD_HINT": LOAD_HINT, "STORE_HINT": STORE_HINT, "PREFETCH": PREFETCH,
-            "PROGRAMS_PER_SM": SPLIT_PROGRAMS_PER_SM}
+    return {
+        "BLOCK_V": block_v,
+        "CHUNKS_P2": triton.next_power_of_2(n_chunks),
+        "num_warps": max(1, min(SPLIT_WARPS, block_v // 256)),
+        "LOAD_HINT": LOAD_HINT,
+        "STORE_HINT": STORE_HINT,
+        "PREFETCH": PREFETCH,
+        "PROGRAMS_PER_SM": SPLIT_PROGRAMS_PER_SM,
+    }
 
 
 def _grid(n_rows: int, programs_per_sm: int) -> tuple[int]:
@@ -492,14 +648,22 @@ _AT_ONCE: dict[tuple, int] = {}
 
 def _split_grid(args: tuple, meta: dict, n_rows: int, n_chunks: int, programs_per_sm: int) -> int:
     """Programs of a waiting (PHASE=0) launch: whole rows, all of them resident at once; 0 if none fit."""
-    key = (tuple(a.dtype if isinstance(a, torch.Tensor) else (type(a), a % 16 == 0 if isinstance(a, int) else 0)
-                 for a in args), tuple(sorted(meta.items())))
+    key = (
+        tuple(
+            a.dtype if isinstance(a, torch.Tensor) else (type(a), a % 16 == 0 if isinstance(a, int) else 0)
+            for a in args
+        ),
+        tuple(sorted(meta.items())),
+    )
     if key not in _AT_ONCE:
-        compiled = cross_entropy_split_kernel.warmup(*args, grid=(1,), PHASE=0, launch_cooperative_grid=COOPERATIVE,
-                                                     **meta)
+        compiled = cross_entropy_split_kernel.warmup(
+            *args, grid=(1,), PHASE=0, launch_cooperative_grid=COOPERATIVE, **meta
+        )
         _AT_ONCE[key] = programs_at_once(compiled)
     per_sm = min(programs_per_sm, _AT_ONCE[key]) if programs_per_sm > 0 else _AT_ONCE[key]
     return min(n_rows, sm_count() * per_sm // n_chunks) * n_chunks  # (2)!
+
+
 # --8<-- [end:co_residency]
 
 
@@ -539,9 +703,16 @@ def check_inputs(logits: torch.Tensor, target: torch.Tensor) -> None:
 
 
 def _forward(
-    logits: torch.Tensor, target: torch.Tensor, ignore_index: int, reduction: str,
-    label_smoothing: float, softcap: float | None, logit_scale: float | None,
-    grad: torch.Tensor | None, n_valid: torch.Tensor, config: dict[str, int] | None = None,
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    ignore_index: int,
+    reduction: str,
+    label_smoothing: float,
+    softcap: float | None,
+    logit_scale: float | None,
+    grad: torch.Tensor | None,
+    n_valid: torch.Tensor,
+    config: dict[str, int] | None = None,
 ) -> torch.Tensor:
     """Per-row losses (fp32); when ``grad`` is given, also writes d(reduced loss)/d(logits) into it.
 
@@ -551,17 +722,32 @@ def _forward(
     loss_rows = torch.empty(n_rows, dtype=torch.float32, device=logits.device)
     write_grad = grad is not None
     options = (ignore_index, float(label_smoothing), float(softcap or 1.0), float(logit_scale or 1.0))
-    flags = dict(HAS_SOFTCAP=softcap is not None, HAS_SCALE=logit_scale is not None,
-                 HAS_SMOOTHING=label_smoothing > 0, MEAN=reduction == "mean")
+    flags = dict(
+        HAS_SOFTCAP=softcap is not None,
+        HAS_SCALE=logit_scale is not None,
+        HAS_SMOOTHING=label_smoothing > 0,
+        MEAN=reduction == "mean",
+    )
     if write_grad and SPLIT_ROWS and config is None:
         _launch_split(logits, target, loss_rows, grad, n_valid, options, flags)
         return loss_rows
     config = dict(config or launch_config(n_cols, write_grad))
     programs_per_sm = config.pop("PROGRAMS_PER_SM", 0)
     cross_entropy_kernel[_grid(n_rows, programs_per_sm)](  # (3)!
-        logits, target, loss_rows, grad if write_grad else loss_rows, n_valid,
-        n_rows, n_cols, logits.stride(0), grad.stride(0) if write_grad else 0, *options,
-        WRITE_GRAD=write_grad, PERSISTENT=programs_per_sm > 0, **flags, **config,
+        logits,
+        target,
+        loss_rows,
+        grad if write_grad else loss_rows,
+        n_valid,
+        n_rows,
+        n_cols,
+        logits.stride(0),
+        grad.stride(0) if write_grad else 0,
+        *options,
+        WRITE_GRAD=write_grad,
+        PERSISTENT=programs_per_sm > 0,
+        **flags,
+        **config,
     )
     return loss_rows
 
@@ -576,8 +762,21 @@ def _launch_split(logits, target, loss_rows, grad, n_valid, options, flags) -> N
     n_chunks = triton.cdiv(n_cols, meta["BLOCK_V"])
     partials = torch.empty(n_rows * 3 * meta["CHUNKS_P2"], dtype=torch.float32, device=logits.device)
     arrived = torch.zeros(n_rows, dtype=torch.int32, device=logits.device)
-    args = (logits, target, loss_rows, grad, n_valid, partials, arrived,
-            n_rows, n_cols, n_chunks, logits.stride(0), grad.stride(0), *options)
+    args = (
+        logits,
+        target,
+        loss_rows,
+        grad,
+        n_valid,
+        partials,
+        arrived,
+        n_rows,
+        n_cols,
+        n_chunks,
+        logits.stride(0),
+        grad.stride(0),
+        *options,
+    )
     meta.update(flags)
     grid = 0 if INTERPRETED else _split_grid(args, meta, n_rows, n_chunks, programs_per_sm)
     if grid:
@@ -606,7 +805,8 @@ def count_valid(target: torch.Tensor, ignore_index: int) -> torch.Tensor:
     count = torch.zeros((), dtype=torch.int32, device=target.device)
     if target.numel():
         count_valid_kernel[(triton.cdiv(target.numel(), COUNT_BLOCK),)](  # (2)!
-            target, target.numel(), ignore_index, count, BLOCK=COUNT_BLOCK, num_warps=4)
+            target, target.numel(), ignore_index, count, BLOCK=COUNT_BLOCK, num_warps=4
+        )
     return count
 
 
@@ -629,6 +829,8 @@ def scale_by_grad_output(g: torch.Tensor, grad_output: torch.Tensor) -> None:
     scale_by_grad_output_kernel[(min(tiles, SCALE_PROGRAMS_PER_SM * sm_count()),)](
         g, grad_output, n_rows, n_cols, g.stride(0), PER_ROW=grad_output.dim() > 0, BLOCK=SCALE_BLOCK, num_warps=8
     )
+
+
 # --8<-- [end:launcher]
 
 
@@ -641,8 +843,9 @@ class _CrossEntropy(torch.autograd.Function):
         else:
             grad = torch.empty((logits.shape[0], logits.shape[1]), dtype=logits.dtype, device=logits.device)
         n_valid = count_valid(target, ignore_index)
-        loss_rows = _forward(logits, target, ignore_index, reduction, label_smoothing, softcap, logit_scale, grad,
-                             n_valid)
+        loss_rows = _forward(
+            logits, target, ignore_index, reduction, label_smoothing, softcap, logit_scale, grad, n_valid
+        )
         ctx.save_for_backward(grad)
         ctx.mark_non_differentiable(target)
         ctx.used = False
@@ -682,8 +885,10 @@ def cross_entropy(
     check_options(ignore_index, reduction, label_smoothing, softcap, logit_scale)
     check_inputs(logits, target)
     if grad_in_logits and not (logits.is_contiguous() or (logits.dim() == 2 and logits.stride(1) == 1)):
-        raise ValueError("grad_in_logits=True needs contiguous logits (or 2-D with unit column stride): "
-                         "they are overwritten in place")
+        raise ValueError(
+            "grad_in_logits=True needs contiguous logits (or 2-D with unit column stride): "
+            "they are overwritten in place"
+        )
     out_shape = target.shape
     logits, target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1).contiguous()  # (B, S, V) -> (B·S, V)
     if logits.stride(1) != 1:
@@ -699,6 +904,8 @@ def cross_entropy(
         loss_rows = _forward(logits, target, *args, grad=None, n_valid=n_valid)  # (4)!
         loss = reduce_losses(loss_rows, n_valid, reduction).to(logits.dtype)
     return loss.reshape(out_shape) if reduction == "none" else loss
+
+
 # --8<-- [end:autograd]
 
 
@@ -713,8 +920,9 @@ class _CrossEntropyGradInBackward(torch.autograd.Function):
     def forward(ctx, logits, target):
         n_valid = count_valid(target, -100)
         ctx.save_for_backward(logits, target, n_valid)
-        return reduce_losses(_forward(logits, target, -100, "mean", 0.0, None, None, None, n_valid), n_valid,
-                             "mean").to(logits.dtype)
+        return reduce_losses(
+            _forward(logits, target, -100, "mean", 0.0, None, None, None, n_valid), n_valid, "mean"
+        ).to(logits.dtype)
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -744,5 +952,7 @@ if __name__ == "__main__":
         loss_ref.backward()
         fwd_error = abs(loss.item() - loss_ref.item()) / abs(loss_ref.item())
         bwd_error = ((x.grad - x_ref.grad).norm() / x_ref.grad.norm()).item()
-        print(f"cross_entropy on {DEVICE}, 6×{n_cols} {options}: loss error {fwd_error:.1e}, grad error {bwd_error:.1e}")
+        print(
+            f"cross_entropy on {DEVICE}, 6×{n_cols} {options}: loss error {fwd_error:.1e}, grad error {bwd_error:.1e}"
+        )
         assert fwd_error < 1e-5 and bwd_error < 1e-5

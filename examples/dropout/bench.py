@@ -15,11 +15,12 @@ output can never match the reference; it is left out rather than timed
 unchecked (see the tutorial).
 """
 
-import torch
-
 from academy.bench.peers import eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+
 from examples.dropout.kernel import dropout, explicit_mask_dropout, keep_mask_reference, reference
 
 P = 0.1
@@ -42,6 +43,8 @@ def bytes_moved(case: Case) -> float:
     element_size = torch.empty((), dtype=case.dtype).element_size()
     passes = {"fwd": 2, "fwd+bwd": 4}[case.mode]
     return passes * case.params["n"] * element_size
+
+
 # --8<-- [end:work]
 
 

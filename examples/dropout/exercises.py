@@ -38,8 +38,17 @@ def dropout_add(x: torch.Tensor, residual: torch.Tensor, p: float, seed: int) ->
     if x_flat.numel():
         grid = (triton.cdiv(x_flat.numel(), BLOCK_SIZE),)
         dropout_add_kernel[grid](
-            x_flat, r_flat, out, x_flat.numel(), float(p), 1.0 / (1.0 - p), int(seed),
-            BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS,
+            x_flat,
+            r_flat,
+            out,
+            x_flat.numel(),
+            float(p),
+            1.0 / (1.0 - p),
+            int(seed),
+            BLOCK_SIZE=BLOCK_SIZE,
+            num_warps=NUM_WARPS,
         )
     return out.view(x.shape)
+
+
 # --8<-- [end:dropout_add]

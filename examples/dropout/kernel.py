@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import numbers
 
+from academy import DEVICE
+from academy.validation import check_tensor
+
 import torch
 import triton
 import triton.language as tl
-
-from academy import DEVICE
-from academy.validation import check_tensor
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 BLOCK_SIZE = 1024
@@ -83,6 +83,8 @@ def reference(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     keep = keep_mask_reference(x.numel(), p, seed, x.device).view(x.shape)
     scale = torch.tensor(1.0 / (1.0 - p), dtype=torch.float32, device=x.device)
     return torch.where(keep, x.float() * scale, 0.0).to(x.dtype)
+
+
 # --8<-- [end:reference]
 
 
@@ -95,6 +97,8 @@ def explicit_mask_dropout_kernel(x_ptr, keep_ptr, y_ptr, n_elements, scale, BLOC
     keep = tl.load(keep_ptr + offsets, mask=in_bounds) != 0  # (1)!
     y = tl.where(keep, x * scale, 0.0)  # (2)!
     tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=in_bounds)
+
+
 # --8<-- [end:explicit_kernel]
 
 
@@ -116,6 +120,8 @@ def keep_mask_kernel(keep_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
     offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     keep = tl.rand(seed, offsets) >= p
     tl.store(keep_ptr + offsets, keep.to(tl.uint8), mask=offsets < n_elements)
+
+
 # --8<-- [end:seeded_kernel]
 
 
@@ -141,8 +147,14 @@ def _seeded(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     y = torch.empty(x_flat.shape, dtype=x.dtype, device=x.device)
     if x_flat.numel():
         seeded_dropout_kernel[_grid(x_flat.numel())](
-            x_flat, y, x_flat.numel(), float(p), 1.0 / (1.0 - p), int(seed),
-            BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS,
+            x_flat,
+            y,
+            x_flat.numel(),
+            float(p),
+            1.0 / (1.0 - p),
+            int(seed),
+            BLOCK_SIZE=BLOCK_SIZE,
+            num_warps=NUM_WARPS,
         )
     return y.view(x.shape)
 
@@ -163,6 +175,8 @@ def _apply_mask(x: torch.Tensor, keep: torch.Tensor, p: float) -> torch.Tensor:
             x_flat, keep, y, x_flat.numel(), 1.0 / (1.0 - p), BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS
         )
     return y.view(x.shape)
+
+
 # --8<-- [end:launcher]
 
 
@@ -185,6 +199,8 @@ def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     if x.requires_grad and torch.is_grad_enabled():
         return _SeededDropout.apply(x, p, seed)
     return _seeded(x, p, seed)
+
+
 # --8<-- [end:autograd]
 
 
@@ -209,6 +225,8 @@ def explicit_mask_dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     if x.requires_grad and torch.is_grad_enabled():
         return _ExplicitMaskDropout.apply(x, p, seed)
     return _apply_mask(x, keep_mask(x.numel(), p, seed, x.device), p)
+
+
 # --8<-- [end:explicit_autograd]
 
 

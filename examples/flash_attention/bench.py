@@ -24,11 +24,12 @@ from __future__ import annotations
 import functools
 import math
 
+from academy.bench.spec import BenchSpec, Case, Sweep
+from academy.testing import random_tensor
+
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from academy.bench.spec import BenchSpec, Case, Sweep
-from academy.testing import random_tensor
 from examples.flash_attention.kernel import attention, attention_flops, causal_mask
 from examples.flash_attention.stages import STAGES
 
@@ -49,13 +50,15 @@ def work(case: Case) -> float:
     forward+backward adds the backward's 5 matmuls: 3.5× the forward."""
     S, D = case.params["S"], case.params["D"]
     return attention_flops(TOKENS // S, HEADS, S, S, D, bool(case.params["causal"]), case.mode)
+
+
 # --8<-- [end:work]
 
 
 def _rows_reference(q_rows, k, v, first_row, s_q, causal, scale):
     scores = q_rows.float() @ k.float().transpose(-1, -2) * scale
     if causal:
-        mask = causal_mask(s_q, k.shape[2], q_rows.device)[first_row:first_row + q_rows.shape[2]]
+        mask = causal_mask(s_q, k.shape[2], q_rows.device)[first_row : first_row + q_rows.shape[2]]
         scores = scores.masked_fill(~mask, -math.inf)
     return (torch.softmax(scores, dim=-1) @ v.float()).to(q_rows.dtype)
 
@@ -64,27 +67,33 @@ def reference(q, k, v, mask_kind) -> torch.Tensor:
     """The definition in fp32, 1024 query rows at a time with each chunk checkpointed, so that
     neither the forward nor the backward holds the whole S×S matrix (16384² scores × 32 heads)."""
     causal, scale, chunk = int(mask_kind) == 2, 1.0 / math.sqrt(q.shape[-1]), 1024
-    outs = [checkpoint(_rows_reference, q[:, :, r:r + chunk], k, v, r, q.shape[2], causal, scale, use_reentrant=False)
-            for r in range(0, q.shape[2], chunk)]
+    outs = [
+        checkpoint(_rows_reference, q[:, :, r : r + chunk], k, v, r, q.shape[2], causal, scale, use_reentrant=False)
+        for r in range(0, q.shape[2], chunk)
+    ]
     return torch.cat(outs, dim=2)
 
 
 def ours(op):
-    return lambda: (lambda q, k, v, mask_kind: op(q, k, v, causal=int(mask_kind) == 2))
+    return lambda: lambda q, k, v, mask_kind: op(q, k, v, causal=int(mask_kind) == 2)
 
 
 def sdpa(backend_name: str):
     """SDPA with one backend forced, entered inside the timed callable."""
+
     def load():
         if not torch.cuda.is_available():
             return None
         from torch.nn.attention import SDPBackend, sdpa_kernel
+
         backend = getattr(SDPBackend, backend_name)
 
         def call(q, k, v, mask_kind):
             with sdpa_kernel(backend):
                 return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=int(mask_kind) == 2)
+
         return call
+
     return load
 
 
@@ -97,12 +106,27 @@ def _shapes(lengths, d, causal):
 
 
 SWEEPS = [
-    Sweep("D=128 full", x="S", shapes=_shapes((1024, 4096, 16384), 128, False), metric="compute",
-          providers=["academy", *PEERS, "academy:triton"]),
-    Sweep("D=128 causal", x="S", shapes=_shapes((1024, 4096, 16384), 128, True), metric="compute",
-          providers=["academy", *PEERS, "academy:flash", "academy:triton"]),
-    Sweep("short causal", x="S", shapes=_shapes((256,), 128, True), metric="compute",
-          providers=["academy", *PEERS, "academy:naive", "academy:flash"]),
+    Sweep(
+        "D=128 full",
+        x="S",
+        shapes=_shapes((1024, 4096, 16384), 128, False),
+        metric="compute",
+        providers=["academy", *PEERS, "academy:triton"],
+    ),
+    Sweep(
+        "D=128 causal",
+        x="S",
+        shapes=_shapes((1024, 4096, 16384), 128, True),
+        metric="compute",
+        providers=["academy", *PEERS, "academy:flash", "academy:triton"],
+    ),
+    Sweep(
+        "short causal",
+        x="S",
+        shapes=_shapes((256,), 128, True),
+        metric="compute",
+        providers=["academy", *PEERS, "academy:naive", "academy:flash"],
+    ),
 ]
 
 SPEC = BenchSpec(

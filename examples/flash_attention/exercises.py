@@ -28,6 +28,8 @@ def attention_with_lse(q, k, v, causal: bool = False) -> tuple[torch.Tensor, tor
     o, lse2 = flash_forward(q.contiguous(), k.contiguous(), v.contiguous(), causal, 1.0 / math.sqrt(q.shape[-1]))
     lse = lse2 * math.log(2)  # log x = log2 x · ln 2
     return o, torch.where(torch.isinf(lse2), -math.inf, lse)  # the kernel stores +inf for "no key"
+
+
 # --8<-- [end:attention_with_lse]
 
 
@@ -39,6 +41,8 @@ def merge_partials(o1, lse1, o2, lse2) -> tuple[torch.Tensor, torch.Tensor]:
     w1 = torch.exp(lse1 - safe)[..., None]
     w2 = torch.exp(lse2 - safe)[..., None]
     return (w1 * o1.float() + w2 * o2.float()).to(o1.dtype), lse
+
+
 # --8<-- [end:merge_partials]
 
 
@@ -57,4 +61,6 @@ def unsafe_mask_output(s: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> 
     l = p.sum(dim=1, keepdim=True)
     with_guard = p @ v / torch.where(l == 0, 1.0, l)  # a row with no key: 0
     return with_constant, with_guard
+
+
 # --8<-- [end:unsafe_mask]

@@ -62,9 +62,36 @@ def _query_row(step, bh0, S_Q, lo, blocks_per_head, M: gl.constexpr):
 
 
 @gluon.jit
-def _consume(WG: gl.constexpr, LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, shift, n0, kv_row, bh0, lo,
-             blocks_per_head, n_steps, k_smem, v_smem, q_smem, do_smem, ds_smem, kv_bar, q_full, q_empty,
-             do_full, do_empty, ds_ready, CAUSAL: gl.constexpr):
+def _consume(
+    WG: gl.constexpr,
+    LSE,
+    DELTA,
+    DQ,
+    DK,
+    DV,
+    qk_scale,
+    sm_scale,
+    S_Q,
+    shift,
+    n0,
+    kv_row,
+    bh0,
+    lo,
+    blocks_per_head,
+    n_steps,
+    k_smem,
+    v_smem,
+    q_smem,
+    do_smem,
+    ds_smem,
+    kv_bar,
+    q_full,
+    q_empty,
+    do_full,
+    do_empty,
+    ds_ready,
+    CAUSAL: gl.constexpr,
+):
     dtype: gl.constexpr = k_smem.dtype
     HALF: gl.constexpr = k_smem.shape[0] // 2
     D: gl.constexpr = k_smem.shape[1]
@@ -85,8 +112,11 @@ def _consume(WG: gl.constexpr, LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, 
     dq_zero = gl.full([M, HALF], 0.0, gl.float32, layout=dq_layout)
     offs_m = gl.arange(0, M, layout=query_cols)
     my_keys = n0 + WG * HALF + gl.arange(0, HALF, layout=gl.SliceLayout(1, st_layout))
-    dq_offs = (gl.arange(0, M, layout=gl.SliceLayout(1, dq_layout))[:, None] * D
-               + WG * HALF + gl.arange(0, HALF, layout=gl.SliceLayout(0, dq_layout))[None, :])
+    dq_offs = (
+        gl.arange(0, M, layout=gl.SliceLayout(1, dq_layout))[:, None] * D
+        + WG * HALF
+        + gl.arange(0, HALF, layout=gl.SliceLayout(0, dq_layout))[None, :]
+    )
 
     mbarrier.wait(kv_bar, 0)
     for step in range(n_steps):
@@ -100,16 +130,14 @@ def _consume(WG: gl.constexpr, LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, 
         mbarrier.wait(q_full.index(slot), phase)
         s_t = warpgroup_mma(k_mine, q_smem.index(slot).permute((1, 0)), st_zero, use_acc=False, is_async=True)
         mbarrier.wait(do_full.index(slot), phase)
-        dp_t = warpgroup_mma(v_mine, do_smem.index(slot).permute((1, 0)), st_zero, use_acc=False,
-                             is_async=True)  # (5)!
+        dp_t = warpgroup_mma(v_mine, do_smem.index(slot).permute((1, 0)), st_zero, use_acc=False, is_async=True)  # (5)!
         s_t = warpgroup_mma_wait(num_outstanding=1, deps=[s_t])
         p_t = gl.exp2(s_t * qk_scale - lse[None, :])  # (6)!
         if CAUSAL:
             start_m = lo + step % blocks_per_head * M
             if start_m + shift < n0 + WG * HALF + HALF - 1:  # (7)!
                 p_t = gl.where(my_keys[:, None] <= (start_m + offs_m)[None, :] + shift, p_t, 0.0)
-        dv = warpgroup_mma(gl.convert_layout(p_t.to(dtype), lhs_layout), do_smem.index(slot), dv,
-                           is_async=True)  # (8)!
+        dv = warpgroup_mma(gl.convert_layout(p_t.to(dtype), lhs_layout), do_smem.index(slot), dv, is_async=True)  # (8)!
         dp_t = warpgroup_mma_wait(num_outstanding=1, deps=[dp_t])
         ds_t = (p_t * (dp_t - delta[None, :])).to(dtype)  # (9)!
         dk = warpgroup_mma(gl.convert_layout(ds_t, lhs_layout), q_smem.index(slot), dk, is_async=True)
@@ -119,8 +147,9 @@ def _consume(WG: gl.constexpr, LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, 
         _partition_barrier()
         mbarrier.arrive(ds_ready.index(ds_buf))
         mbarrier.wait(ds_ready.index(ds_buf), (step // 2) & 1)
-        dq = warpgroup_mma(ds_smem.index(ds_buf).permute((1, 0)), k_for_dq, dq_zero, use_acc=False,
-                           is_async=True)  # (11)!
+        dq = warpgroup_mma(
+            ds_smem.index(ds_buf).permute((1, 0)), k_for_dq, dq_zero, use_acc=False, is_async=True
+        )  # (11)!
         dq, dk, dv = warpgroup_mma_wait(num_outstanding=0, deps=[dq, dk, dv])
         mbarrier.arrive(q_empty.index(slot))
         mbarrier.arrive(do_empty.index(slot))
@@ -133,28 +162,156 @@ def _consume(WG: gl.constexpr, LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, 
 
 
 @gluon.jit
-def _first_consumer(LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, shift, n0, kv_row, bh0, lo, blocks_per_head,
-                    n_steps, k_smem, v_smem, q_smem, do_smem, ds_smem, kv_bar, q_full, q_empty, do_full,
-                    do_empty, ds_ready, CAUSAL: gl.constexpr):
-    _consume(0, LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, shift, n0, kv_row, bh0, lo, blocks_per_head,
-             n_steps, k_smem, v_smem, q_smem, do_smem, ds_smem, kv_bar, q_full, q_empty, do_full, do_empty,
-             ds_ready, CAUSAL)
+def _first_consumer(
+    LSE,
+    DELTA,
+    DQ,
+    DK,
+    DV,
+    qk_scale,
+    sm_scale,
+    S_Q,
+    shift,
+    n0,
+    kv_row,
+    bh0,
+    lo,
+    blocks_per_head,
+    n_steps,
+    k_smem,
+    v_smem,
+    q_smem,
+    do_smem,
+    ds_smem,
+    kv_bar,
+    q_full,
+    q_empty,
+    do_full,
+    do_empty,
+    ds_ready,
+    CAUSAL: gl.constexpr,
+):
+    _consume(
+        0,
+        LSE,
+        DELTA,
+        DQ,
+        DK,
+        DV,
+        qk_scale,
+        sm_scale,
+        S_Q,
+        shift,
+        n0,
+        kv_row,
+        bh0,
+        lo,
+        blocks_per_head,
+        n_steps,
+        k_smem,
+        v_smem,
+        q_smem,
+        do_smem,
+        ds_smem,
+        kv_bar,
+        q_full,
+        q_empty,
+        do_full,
+        do_empty,
+        ds_ready,
+        CAUSAL,
+    )
 
 
 @gluon.jit
-def _second_consumer(LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, shift, n0, kv_row, bh0, lo,
-                     blocks_per_head, n_steps, k_smem, v_smem, q_smem, do_smem, ds_smem, kv_bar, q_full,
-                     q_empty, do_full, do_empty, ds_ready, CAUSAL: gl.constexpr):
-    _consume(1, LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, shift, n0, kv_row, bh0, lo, blocks_per_head,
-             n_steps, k_smem, v_smem, q_smem, do_smem, ds_smem, kv_bar, q_full, q_empty, do_full, do_empty,
-             ds_ready, CAUSAL)
+def _second_consumer(
+    LSE,
+    DELTA,
+    DQ,
+    DK,
+    DV,
+    qk_scale,
+    sm_scale,
+    S_Q,
+    shift,
+    n0,
+    kv_row,
+    bh0,
+    lo,
+    blocks_per_head,
+    n_steps,
+    k_smem,
+    v_smem,
+    q_smem,
+    do_smem,
+    ds_smem,
+    kv_bar,
+    q_full,
+    q_empty,
+    do_full,
+    do_empty,
+    ds_ready,
+    CAUSAL: gl.constexpr,
+):
+    _consume(
+        1,
+        LSE,
+        DELTA,
+        DQ,
+        DK,
+        DV,
+        qk_scale,
+        sm_scale,
+        S_Q,
+        shift,
+        n0,
+        kv_row,
+        bh0,
+        lo,
+        blocks_per_head,
+        n_steps,
+        k_smem,
+        v_smem,
+        q_smem,
+        do_smem,
+        ds_smem,
+        kv_bar,
+        q_full,
+        q_empty,
+        do_full,
+        do_empty,
+        ds_ready,
+        CAUSAL,
+    )
+
+
 # --8<-- [end:consumer]
 
 
 # --8<-- [start:loader]
 @gluon.jit
-def _load(k_desc, v_desc, q_desc, do_desc, S_Q, n0, kv_row, bh0, lo, blocks_per_head, n_steps,
-          k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty, do_full, do_empty):
+def _load(
+    k_desc,
+    v_desc,
+    q_desc,
+    do_desc,
+    S_Q,
+    n0,
+    kv_row,
+    bh0,
+    lo,
+    blocks_per_head,
+    n_steps,
+    k_smem,
+    v_smem,
+    q_smem,
+    do_smem,
+    kv_bar,
+    q_full,
+    q_empty,
+    do_full,
+    do_empty,
+):
     M: gl.constexpr = q_smem.shape[1]
     RING: gl.constexpr = q_smem.shape[0]
     mbarrier.expect(kv_bar, 2 * k_desc.block_type.nbytes)
@@ -170,14 +327,34 @@ def _load(k_desc, v_desc, q_desc, do_desc, S_Q, n0, kv_row, bh0, lo, blocks_per_
         mbarrier.wait(do_empty.index(slot), free)
         mbarrier.expect(do_full.index(slot), do_desc.block_type.nbytes)
         tma_load(do_desc, [row, 0], do_full.index(slot), do_smem.index(slot))
+
+
 # --8<-- [end:loader]
 
 
 # --8<-- [start:kernel]
 @gluon.jit
-def attn_bwd_ws_kernel(k_desc, v_desc, q_desc, do_desc, LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale,
-                       S_Q, S_K, H, GROUP, CAUSAL: gl.constexpr, RING: gl.constexpr,
-                       CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+def attn_bwd_ws_kernel(
+    k_desc,
+    v_desc,
+    q_desc,
+    do_desc,
+    LSE,
+    DELTA,
+    DQ,
+    DK,
+    DV,
+    qk_scale,
+    sm_scale,
+    S_Q,
+    S_K,
+    H,
+    GROUP,
+    CAUSAL: gl.constexpr,
+    RING: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr,
+    LOADER_REGS: gl.constexpr,
+):
     N: gl.constexpr = k_desc.block_type.shape[0]
     M: gl.constexpr = q_desc.block_type.shape[0]
     D: gl.constexpr = q_desc.block_type.shape[1]
@@ -215,13 +392,64 @@ def attn_bwd_ws_kernel(k_desc, v_desc, q_desc, do_desc, LSE, DELTA, DQ, DK, DV, 
         mbarrier.init(ds_ready.index(buf), count=2)  # (3)!
     fence_async_shared()
 
-    consumer_args = (LSE, DELTA, DQ, DK, DV, qk_scale, sm_scale, S_Q, shift, n0, kv_row, bh0, lo,
-                     blocks_per_head, n_steps, k_smem, v_smem, q_smem, do_smem, ds_smem, kv_bar, q_full, q_empty,
-                     do_full, do_empty, ds_ready, CAUSAL)
-    loader_args = (k_desc, v_desc, q_desc, do_desc, S_Q, n0, kv_row, bh0, lo, blocks_per_head, n_steps,
-                   k_smem, v_smem, q_smem, do_smem, kv_bar, q_full, q_empty, do_full, do_empty)
-    gl.warp_specialize([(_first_consumer, consumer_args), (_second_consumer, consumer_args),
-                        (_load, loader_args)], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+    consumer_args = (
+        LSE,
+        DELTA,
+        DQ,
+        DK,
+        DV,
+        qk_scale,
+        sm_scale,
+        S_Q,
+        shift,
+        n0,
+        kv_row,
+        bh0,
+        lo,
+        blocks_per_head,
+        n_steps,
+        k_smem,
+        v_smem,
+        q_smem,
+        do_smem,
+        ds_smem,
+        kv_bar,
+        q_full,
+        q_empty,
+        do_full,
+        do_empty,
+        ds_ready,
+        CAUSAL,
+    )
+    loader_args = (
+        k_desc,
+        v_desc,
+        q_desc,
+        do_desc,
+        S_Q,
+        n0,
+        kv_row,
+        bh0,
+        lo,
+        blocks_per_head,
+        n_steps,
+        k_smem,
+        v_smem,
+        q_smem,
+        do_smem,
+        kv_bar,
+        q_full,
+        q_empty,
+        do_full,
+        do_empty,
+    )
+    gl.warp_specialize(
+        [(_first_consumer, consumer_args), (_second_consumer, consumer_args), (_load, loader_args)],
+        [4, 1],
+        [CONSUMER_REGS, LOADER_REGS],
+    )
+
+
 # --8<-- [end:kernel]
 
 
@@ -243,8 +471,27 @@ def gluon_dkdv_dq(q, k, v, do, lse, delta, dq_acc, dk, dv, causal: bool, sm_scal
     """
     (B, H, S_q, _), (_, H_kv, S_k, _) = q.shape, k.shape
     attn_bwd_ws_kernel[(S_k // KEYS, B * H_kv)](
-        row_descriptor(k, KEYS), row_descriptor(v, KEYS), row_descriptor(q, ROWS), row_descriptor(do, ROWS),
-        lse, delta, dq_acc, dk, dv, sm_scale * LOG2E, sm_scale, S_q, S_k, H, H // H_kv,
-        CAUSAL=causal, RING=STAGES, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4,
+        row_descriptor(k, KEYS),
+        row_descriptor(v, KEYS),
+        row_descriptor(q, ROWS),
+        row_descriptor(do, ROWS),
+        lse,
+        delta,
+        dq_acc,
+        dk,
+        dv,
+        sm_scale * LOG2E,
+        sm_scale,
+        S_q,
+        S_k,
+        H,
+        H // H_kv,
+        CAUSAL=causal,
+        RING=STAGES,
+        CONSUMER_REGS=CONSUMER_REGS,
+        LOADER_REGS=LOADER_REGS,
+        num_warps=4,
     )
+
+
 # --8<-- [end:launcher]

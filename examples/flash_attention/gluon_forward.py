@@ -76,8 +76,22 @@ def _online_softmax(s, m_i, l_i, qk_scale, o_rows: gl.constexpr):
 
 
 @gluon.jit
-def _consume(WG: gl.constexpr, o_desc, LSE, qk_scale, q_row0, n_blocks,
-             q_smem, k_smem, v_smem, q_bars, k_full, k_empty, v_full, v_empty):
+def _consume(
+    WG: gl.constexpr,
+    o_desc,
+    LSE,
+    qk_scale,
+    q_row0,
+    n_blocks,
+    q_smem,
+    k_smem,
+    v_smem,
+    q_bars,
+    k_full,
+    k_empty,
+    v_full,
+    v_empty,
+):
     dtype: gl.constexpr = o_desc.dtype
     ROWS: gl.constexpr = q_smem.shape[1]  # (1)!
     D: gl.constexpr = q_smem.shape[2]
@@ -130,24 +144,31 @@ def _consume(WG: gl.constexpr, o_desc, LSE, qk_scale, q_row0, n_blocks,
 
 
 @gluon.jit
-def _first_consumer(o_desc, LSE, qk_scale, q_row0, n_blocks, q_smem, k_smem, v_smem, q_bars,
-                    k_full, k_empty, v_full, v_empty):
-    _consume(0, o_desc, LSE, qk_scale, q_row0, n_blocks, q_smem, k_smem, v_smem, q_bars,
-             k_full, k_empty, v_full, v_empty)
+def _first_consumer(
+    o_desc, LSE, qk_scale, q_row0, n_blocks, q_smem, k_smem, v_smem, q_bars, k_full, k_empty, v_full, v_empty
+):
+    _consume(
+        0, o_desc, LSE, qk_scale, q_row0, n_blocks, q_smem, k_smem, v_smem, q_bars, k_full, k_empty, v_full, v_empty
+    )
 
 
 @gluon.jit
-def _second_consumer(o_desc, LSE, qk_scale, q_row0, n_blocks, q_smem, k_smem, v_smem, q_bars,
-                     k_full, k_empty, v_full, v_empty):
-    _consume(1, o_desc, LSE, qk_scale, q_row0, n_blocks, q_smem, k_smem, v_smem, q_bars,
-             k_full, k_empty, v_full, v_empty)
+def _second_consumer(
+    o_desc, LSE, qk_scale, q_row0, n_blocks, q_smem, k_smem, v_smem, q_bars, k_full, k_empty, v_full, v_empty
+):
+    _consume(
+        1, o_desc, LSE, qk_scale, q_row0, n_blocks, q_smem, k_smem, v_smem, q_bars, k_full, k_empty, v_full, v_empty
+    )
+
+
 # --8<-- [end:consumer]
 
 
 # --8<-- [start:loader]
 @gluon.jit
-def _load(q_desc, k_desc, v_desc, q_row0, kv_row, n_blocks, q_smem, k_smem, v_smem, q_bars,
-          k_full, k_empty, v_full, v_empty):
+def _load(
+    q_desc, k_desc, v_desc, q_row0, kv_row, n_blocks, q_smem, k_smem, v_smem, q_bars, k_full, k_empty, v_full, v_empty
+):
     ROWS: gl.constexpr = q_smem.shape[1]
     KEYS: gl.constexpr = k_smem.shape[1]
     RING: gl.constexpr = k_smem.shape[0]
@@ -163,13 +184,28 @@ def _load(q_desc, k_desc, v_desc, q_row0, kv_row, n_blocks, q_smem, k_smem, v_sm
         mbarrier.wait(v_empty.index(slot), free)
         mbarrier.expect(v_full.index(slot), v_desc.block_type.nbytes)
         tma_load(v_desc, [kv_row + j * KEYS, 0], v_full.index(slot), v_smem.index(slot))
+
+
 # --8<-- [end:loader]
 
 
 # --8<-- [start:kernel]
 @gluon.jit
-def attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, LSE, qk_scale, S_Q, S_K, H, GROUP,
-                       RING: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr):
+def attn_fwd_ws_kernel(
+    q_desc,
+    k_desc,
+    v_desc,
+    o_desc,
+    LSE,
+    qk_scale,
+    S_Q,
+    S_K,
+    H,
+    GROUP,
+    RING: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr,
+    LOADER_REGS: gl.constexpr,
+):
     ROWS: gl.constexpr = q_desc.block_type.shape[0]
     KEYS: gl.constexpr = k_desc.block_type.shape[0]
     D: gl.constexpr = q_desc.block_type.shape[1]
@@ -197,12 +233,44 @@ def attn_fwd_ws_kernel(q_desc, k_desc, v_desc, o_desc, LSE, qk_scale, S_Q, S_K, 
         mbarrier.init(v_empty.index(slot), count=2)
     fence_async_shared()
 
-    consumer_args = (o_desc, LSE, qk_scale, q_row0, n_blocks, q_smem, k_smem, v_smem, q_bars,
-                     k_full, k_empty, v_full, v_empty)
-    loader_args = (q_desc, k_desc, v_desc, q_row0, kv_row, n_blocks, q_smem, k_smem, v_smem, q_bars,
-                   k_full, k_empty, v_full, v_empty)
-    gl.warp_specialize([(_first_consumer, consumer_args), (_second_consumer, consumer_args),
-                        (_load, loader_args)], [4, 1], [CONSUMER_REGS, LOADER_REGS])  # (2)!
+    consumer_args = (
+        o_desc,
+        LSE,
+        qk_scale,
+        q_row0,
+        n_blocks,
+        q_smem,
+        k_smem,
+        v_smem,
+        q_bars,
+        k_full,
+        k_empty,
+        v_full,
+        v_empty,
+    )
+    loader_args = (
+        q_desc,
+        k_desc,
+        v_desc,
+        q_row0,
+        kv_row,
+        n_blocks,
+        q_smem,
+        k_smem,
+        v_smem,
+        q_bars,
+        k_full,
+        k_empty,
+        v_full,
+        v_empty,
+    )
+    gl.warp_specialize(
+        [(_first_consumer, consumer_args), (_second_consumer, consumer_args), (_load, loader_args)],
+        [4, 1],
+        [CONSUMER_REGS, LOADER_REGS],
+    )  # (2)!
+
+
 # --8<-- [end:kernel]
 
 
@@ -232,9 +300,22 @@ def gluon_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: f
     o = torch.empty_like(q)
     lse = torch.empty((B, H, S_q), dtype=torch.float32, device=q.device)
     attn_fwd_ws_kernel[(S_q // (2 * BLOCK_M), B * H)](
-        row_descriptor(q, BLOCK_M), row_descriptor(k, BLOCK_N), row_descriptor(v, BLOCK_N), row_descriptor(o, BLOCK_M),
-        lse, sm_scale * LOG2E, S_q, S_k, H, H // H_kv,
-        RING=STAGES, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4,
+        row_descriptor(q, BLOCK_M),
+        row_descriptor(k, BLOCK_N),
+        row_descriptor(v, BLOCK_N),
+        row_descriptor(o, BLOCK_M),
+        lse,
+        sm_scale * LOG2E,
+        S_q,
+        S_k,
+        H,
+        H // H_kv,
+        RING=STAGES,
+        CONSUMER_REGS=CONSUMER_REGS,
+        LOADER_REGS=LOADER_REGS,
+        num_warps=4,
     )
     return o, lse
+
+
 # --8<-- [end:launcher]

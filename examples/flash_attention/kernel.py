@@ -53,13 +53,13 @@ import functools
 import importlib
 import math
 
-import torch
-import triton
-import triton.language as tl
-
 from academy import DEVICE, INTERPRETED
 from academy.tma import TensorDescriptor, tma_available
 from academy.validation import check_tensor
+
+import torch
+import triton
+import triton.language as tl
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 HEAD_DIMS = (64, 128)
@@ -99,16 +99,36 @@ def reference(q, k, v, causal: bool = False, sm_scale: float | None = None) -> t
     else:
         p = torch.softmax(scores, dim=-1)
     return (p @ vf).to(q.dtype)
+
+
 # --8<-- [end:reference]
 
 
 # --8<-- [start:forward_inner]
 @triton.jit
 def attn_fwd_inner(
-    acc, l_i, m_i, q, k_src, v_src, kv_bh, offs_m, lo, hi, S_K, shift, qk_scale,
-    stride_kn, stride_vn,
-    MASKED: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
-    USE_TMA: tl.constexpr, UPCAST: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    acc,
+    l_i,
+    m_i,
+    q,
+    k_src,
+    v_src,
+    kv_bh,
+    offs_m,
+    lo,
+    hi,
+    S_K,
+    shift,
+    qk_scale,
+    stride_kn,
+    stride_vn,
+    MASKED: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    USE_TMA: tl.constexpr,
+    UPCAST: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
 ):
     """One sweep of the online softmax over keys [lo, hi) in BLOCK_N blocks; all in the log2 domain."""
     offs_n = tl.arange(0, BLOCK_N)
@@ -120,10 +140,12 @@ def attn_fwd_inner(
             k = k_src.load([kv_bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)  # (2)!
             v = v_src.load([kv_bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
         else:
-            k = tl.load(k_src + cols.to(tl.int64)[:, None] * stride_kn + offs_d[None, :],
-                        mask=(cols < S_K)[:, None], other=0.0)
-            v = tl.load(v_src + cols.to(tl.int64)[:, None] * stride_vn + offs_d[None, :],
-                        mask=(cols < S_K)[:, None], other=0.0)
+            k = tl.load(
+                k_src + cols.to(tl.int64)[:, None] * stride_kn + offs_d[None, :], mask=(cols < S_K)[:, None], other=0.0
+            )
+            v = tl.load(
+                v_src + cols.to(tl.int64)[:, None] * stride_vn + offs_d[None, :], mask=(cols < S_K)[:, None], other=0.0
+            )
         if UPCAST:  # the interpreter's bf16 arithmetic is wrong: compute in fp32 there
             k = k.to(tl.float32)
             v = v.to(tl.float32)
@@ -146,18 +168,43 @@ def attn_fwd_inner(
         acc = tl.dot(p.to(v.dtype), v, acc)  # (8)!
         m_i = m_new
     return acc, l_i, m_i
+
+
 # --8<-- [end:forward_inner]
 
 
 # --8<-- [start:forward_kernel]
 @triton.jit(do_not_specialize=SIZES)
 def attn_fwd_kernel(
-    Q, K, V, O, LSE, sm_scale,
-    S_Q, S_K, H, GROUP,
-    stride_qb, stride_qh, stride_qm, stride_kb, stride_kh, stride_kn,
-    stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_om,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-    USE_TMA: tl.constexpr, UPCAST: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    Q,
+    K,
+    V,
+    O,
+    LSE,
+    sm_scale,
+    S_Q,
+    S_K,
+    H,
+    GROUP,
+    stride_qb,
+    stride_qh,
+    stride_qm,
+    stride_kb,
+    stride_kh,
+    stride_kn,
+    stride_vb,
+    stride_vh,
+    stride_vn,
+    stride_ob,
+    stride_oh,
+    stride_om,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    USE_TMA: tl.constexpr,
+    UPCAST: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
 ):
     if CAUSAL:  # (1)!
         pid_m = tl.num_programs(0) - 1 - tl.program_id(0)
@@ -175,9 +222,15 @@ def attn_fwd_kernel(
         k_src = K
         v_src = V
     else:
-        q = tl.load(Q + b.to(tl.int64) * stride_qb + h.to(tl.int64) * stride_qh  # (5)!
-                    + offs_m.to(tl.int64)[:, None] * stride_qm + offs_d[None, :],
-                    mask=(offs_m < S_Q)[:, None], other=0.0)
+        q = tl.load(
+            Q
+            + b.to(tl.int64) * stride_qb
+            + h.to(tl.int64) * stride_qh  # (5)!
+            + offs_m.to(tl.int64)[:, None] * stride_qm
+            + offs_d[None, :],
+            mask=(offs_m < S_Q)[:, None],
+            other=0.0,
+        )
         k_src = K + b.to(tl.int64) * stride_kb + (h // GROUP).to(tl.int64) * stride_kh
         v_src = V + b.to(tl.int64) * stride_vb + (h // GROUP).to(tl.int64) * stride_vh
     if UPCAST:
@@ -192,12 +245,54 @@ def attn_fwd_kernel(
     else:
         lo = S_K // BLOCK_N * BLOCK_N
         hi = S_K
-    acc, l_i, m_i = attn_fwd_inner(acc, l_i, m_i, q, k_src, v_src, kv_bh, offs_m, 0, lo, S_K, shift, qk_scale,
-                                   stride_kn, stride_vn, False, CAUSAL, BLOCK_N, HEAD_DIM,
-                                   USE_TMA, UPCAST, WARP_SPECIALIZE)  # (9)!
-    acc, l_i, m_i = attn_fwd_inner(acc, l_i, m_i, q, k_src, v_src, kv_bh, offs_m, lo, hi, S_K, shift, qk_scale,
-                                   stride_kn, stride_vn, True, CAUSAL, BLOCK_N, HEAD_DIM,
-                                   USE_TMA, UPCAST, False)
+    acc, l_i, m_i = attn_fwd_inner(
+        acc,
+        l_i,
+        m_i,
+        q,
+        k_src,
+        v_src,
+        kv_bh,
+        offs_m,
+        0,
+        lo,
+        S_K,
+        shift,
+        qk_scale,
+        stride_kn,
+        stride_vn,
+        False,
+        CAUSAL,
+        BLOCK_N,
+        HEAD_DIM,
+        USE_TMA,
+        UPCAST,
+        WARP_SPECIALIZE,
+    )  # (9)!
+    acc, l_i, m_i = attn_fwd_inner(
+        acc,
+        l_i,
+        m_i,
+        q,
+        k_src,
+        v_src,
+        kv_bh,
+        offs_m,
+        lo,
+        hi,
+        S_K,
+        shift,
+        qk_scale,
+        stride_kn,
+        stride_vn,
+        True,
+        CAUSAL,
+        BLOCK_N,
+        HEAD_DIM,
+        USE_TMA,
+        UPCAST,
+        False,
+    )
     empty = l_i == 0.0  # (10)!
     acc = acc / tl.where(empty, 1.0, l_i)[:, None]  # (11)!
     lse = tl.where(empty, float("inf"), m_i + tl.math.log2(tl.where(empty, 1.0, l_i)))  # (12)!
@@ -205,16 +300,25 @@ def attn_fwd_kernel(
     if USE_TMA:
         O.store([bh, pid_m * BLOCK_M, 0], acc.to(O.dtype).reshape(1, BLOCK_M, HEAD_DIM))  # clipped at S_Q
     else:
-        tl.store(O + b.to(tl.int64) * stride_ob + h.to(tl.int64) * stride_oh
-                 + offs_m.to(tl.int64)[:, None] * stride_om + offs_d[None, :],
-                 acc.to(O.dtype.element_ty), mask=(offs_m < S_Q)[:, None])
+        tl.store(
+            O
+            + b.to(tl.int64) * stride_ob
+            + h.to(tl.int64) * stride_oh
+            + offs_m.to(tl.int64)[:, None] * stride_om
+            + offs_d[None, :],
+            acc.to(O.dtype.element_ty),
+            mask=(offs_m < S_Q)[:, None],
+        )
+
+
 # --8<-- [end:forward_kernel]
 
 
 # --8<-- [start:backward_kernels]
 @triton.jit
-def attn_bwd_preprocess_kernel(O, DO, DELTA, DQ_ACC, S_Q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                               FUSE_DQ: tl.constexpr):
+def attn_bwd_preprocess_kernel(
+    O, DO, DELTA, DQ_ACC, S_Q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, FUSE_DQ: tl.constexpr
+):
     bh = tl.program_id(1)
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
@@ -224,14 +328,40 @@ def attn_bwd_preprocess_kernel(O, DO, DELTA, DQ_ACC, S_Q, HEAD_DIM: tl.constexpr
     do = tl.load(DO + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=mask, other=0.0).to(tl.float32)
     tl.store(DELTA + rows, tl.sum(o * do, 1), mask=offs_m < S_Q)  # (1)!
     if FUSE_DQ:
-        tl.store(DQ_ACC + rows[:, None] * HEAD_DIM + offs_d[None, :],  # (2)!
-                 tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32), mask=mask)
+        tl.store(
+            DQ_ACC + rows[:, None] * HEAD_DIM + offs_d[None, :],  # (2)!
+            tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32),
+            mask=mask,
+        )
 
 
 @triton.jit
-def bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, DQ, bh, offs_n, lo, hi, rot, S_Q, shift, qk_scale,
-                  MASKED: tl.constexpr, ROTATE: tl.constexpr, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
-                  UPCAST: tl.constexpr, FUSE_DQ: tl.constexpr, DQ_TMA: tl.constexpr):
+def bwd_dkdv_step(
+    dk,
+    dv,
+    k,
+    v,
+    Q,
+    DO,
+    LSE,
+    DELTA,
+    DQ,
+    bh,
+    offs_n,
+    lo,
+    hi,
+    rot,
+    S_Q,
+    shift,
+    qk_scale,
+    MASKED: tl.constexpr,
+    ROTATE: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    UPCAST: tl.constexpr,
+    FUSE_DQ: tl.constexpr,
+    DQ_TMA: tl.constexpr,
+):
     """Accumulate one query head's contribution to dK and dV of a key block, over query rows [lo, hi);
     with FUSE_DQ, also add the key block's share of dQ to the fp32 accumulator."""
     offs_d = tl.arange(0, HEAD_DIM)
@@ -263,17 +393,36 @@ def bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, DQ, bh, offs_n, lo, hi, rot, 
             if DQ_TMA:
                 DQ.atomic_add([bh, start_m, 0], dq.reshape(1, BLOCK_M, HEAD_DIM))  # (9)!
             else:
-                tl.atomic_add(DQ + rows[:, None] * HEAD_DIM + offs_d[None, :], dq, mask=in_range[:, None],
-                              sem="relaxed")
+                tl.atomic_add(
+                    DQ + rows[:, None] * HEAD_DIM + offs_d[None, :], dq, mask=in_range[:, None], sem="relaxed"
+                )
     return dk, dv
 
 
 @triton.jit(do_not_specialize=SIZES)
 def attn_bwd_dkdv_kernel(
-    Q, K, V, DO, LSE, DELTA, DQ, DK, DV, sm_scale,
-    S_Q, S_K, H, GROUP,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-    UPCAST: tl.constexpr, FUSE_DQ: tl.constexpr, DQ_TMA: tl.constexpr, ROTATE: tl.constexpr,
+    Q,
+    K,
+    V,
+    DO,
+    LSE,
+    DELTA,
+    DQ,
+    DK,
+    DV,
+    sm_scale,
+    S_Q,
+    S_K,
+    H,
+    GROUP,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    UPCAST: tl.constexpr,
+    FUSE_DQ: tl.constexpr,
+    DQ_TMA: tl.constexpr,
+    ROTATE: tl.constexpr,
 ):
     pid_n = tl.program_id(0)
     kv_bh = tl.program_id(1)
@@ -294,17 +443,66 @@ def attn_bwd_dkdv_kernel(
     n0 = pid_n * BLOCK_N
     if CAUSAL:  # (10)!
         lo = tl.maximum(n0 - shift, 0) // BLOCK_M * BLOCK_M
-        mid = tl.minimum(tl.cdiv(tl.maximum(n0 + BLOCK_N - 1 - shift, 0), BLOCK_M) * BLOCK_M,
-                         tl.cdiv(S_Q, BLOCK_M) * BLOCK_M)
+        mid = tl.minimum(
+            tl.cdiv(tl.maximum(n0 + BLOCK_N - 1 - shift, 0), BLOCK_M) * BLOCK_M, tl.cdiv(S_Q, BLOCK_M) * BLOCK_M
+        )
     else:
         lo = 0
         mid = 0
     for g in range(GROUP):  # (11)!
         bh = b * H + kv_h * GROUP + g
-        dk, dv = bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, DQ, bh, offs_n, lo, mid, pid_n, S_Q, shift,
-                               qk_scale, True, False, BLOCK_M, HEAD_DIM, UPCAST, FUSE_DQ, DQ_TMA)
-        dk, dv = bwd_dkdv_step(dk, dv, k, v, Q, DO, LSE, DELTA, DQ, bh, offs_n, mid, S_Q, pid_n, S_Q, shift,
-                               qk_scale, False, ROTATE, BLOCK_M, HEAD_DIM, UPCAST, FUSE_DQ, DQ_TMA)
+        dk, dv = bwd_dkdv_step(
+            dk,
+            dv,
+            k,
+            v,
+            Q,
+            DO,
+            LSE,
+            DELTA,
+            DQ,
+            bh,
+            offs_n,
+            lo,
+            mid,
+            pid_n,
+            S_Q,
+            shift,
+            qk_scale,
+            True,
+            False,
+            BLOCK_M,
+            HEAD_DIM,
+            UPCAST,
+            FUSE_DQ,
+            DQ_TMA,
+        )
+        dk, dv = bwd_dkdv_step(
+            dk,
+            dv,
+            k,
+            v,
+            Q,
+            DO,
+            LSE,
+            DELTA,
+            DQ,
+            bh,
+            offs_n,
+            mid,
+            S_Q,
+            pid_n,
+            S_Q,
+            shift,
+            qk_scale,
+            False,
+            ROTATE,
+            BLOCK_M,
+            HEAD_DIM,
+            UPCAST,
+            FUSE_DQ,
+            DQ_TMA,
+        )
     mask = (offs_n < S_K)[:, None]
     tl.store(DK + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], (dk * sm_scale).to(DK.dtype.element_ty), mask=mask)
     tl.store(DV + kv_rows[:, None] * HEAD_DIM + offs_d[None, :], dv.to(DV.dtype.element_ty), mask=mask)
@@ -318,9 +516,27 @@ def attn_bwd_dq_cast_kernel(DQ_ACC, DQ, sm_scale, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def bwd_dq_step(dq, q, do, lse, delta, K, V, kv_bh, offs_m, lo, hi, S_K, shift, qk_scale,
-                MASKED: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
-                UPCAST: tl.constexpr):
+def bwd_dq_step(
+    dq,
+    q,
+    do,
+    lse,
+    delta,
+    K,
+    V,
+    kv_bh,
+    offs_m,
+    lo,
+    hi,
+    S_K,
+    shift,
+    qk_scale,
+    MASKED: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
     """Accumulate dQ of a query block over keys [lo, hi)."""
     offs_d = tl.arange(0, HEAD_DIM)
     for start_n in range(lo, hi, BLOCK_N):
@@ -345,9 +561,22 @@ def bwd_dq_step(dq, q, do, lse, delta, K, V, kv_bh, offs_m, lo, hi, S_K, shift, 
 
 @triton.jit(do_not_specialize=SIZES)
 def attn_bwd_dq_kernel(
-    Q, K, V, DO, LSE, DELTA, DQ, sm_scale,
-    S_Q, S_K, H, GROUP,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+    Q,
+    K,
+    V,
+    DO,
+    LSE,
+    DELTA,
+    DQ,
+    sm_scale,
+    S_Q,
+    S_K,
+    H,
+    GROUP,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
     bh = tl.program_id(1)
@@ -373,12 +602,53 @@ def attn_bwd_dq_kernel(
     else:
         lo = S_K // BLOCK_N * BLOCK_N
         hi = S_K
-    dq = bwd_dq_step(dq, q, do, lse, delta, K, V, kv_bh, offs_m, 0, lo, S_K, shift, qk_scale,
-                     False, CAUSAL, BLOCK_N, HEAD_DIM, UPCAST)
-    dq = bwd_dq_step(dq, q, do, lse, delta, K, V, kv_bh, offs_m, lo, hi, S_K, shift, qk_scale,
-                     True, CAUSAL, BLOCK_N, HEAD_DIM, UPCAST)
-    tl.store(DQ + rows[:, None] * HEAD_DIM + offs_d[None, :], (dq * sm_scale).to(DQ.dtype.element_ty),
-             mask=in_range[:, None])
+    dq = bwd_dq_step(
+        dq,
+        q,
+        do,
+        lse,
+        delta,
+        K,
+        V,
+        kv_bh,
+        offs_m,
+        0,
+        lo,
+        S_K,
+        shift,
+        qk_scale,
+        False,
+        CAUSAL,
+        BLOCK_N,
+        HEAD_DIM,
+        UPCAST,
+    )
+    dq = bwd_dq_step(
+        dq,
+        q,
+        do,
+        lse,
+        delta,
+        K,
+        V,
+        kv_bh,
+        offs_m,
+        lo,
+        hi,
+        S_K,
+        shift,
+        qk_scale,
+        True,
+        CAUSAL,
+        BLOCK_N,
+        HEAD_DIM,
+        UPCAST,
+    )
+    tl.store(
+        DQ + rows[:, None] * HEAD_DIM + offs_d[None, :], (dq * sm_scale).to(DQ.dtype.element_ty), mask=in_range[:, None]
+    )
+
+
 # --8<-- [end:backward_kernels]
 
 
@@ -401,8 +671,11 @@ FWD_TABLE = {  # (1)!
     (128, True): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(64, 64, 4, 3), "long": _fwd(128, 128, 8, 3)},
     (128, False): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(64, 64, 4, 3), "long": _fwd(64, 64, 4, 3)},
     (64, True): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(64, 64, 4, 3), "long": _fwd(64, 64, 4, 3)},
-    (64, False): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(128, 64, 8, 3, ws=True),
-                  "long": _fwd(128, 64, 8, 3, ws=True)},
+    (64, False): {
+        "short": _fwd(64, 64, 4, 3),
+        "medium": _fwd(128, 64, 8, 3, ws=True),
+        "long": _fwd(128, 64, 8, 3, ws=True),
+    },
 }
 """Forward config per (head size, causal) and sequence bucket, the winners of a sweep timed like the benchmark."""
 
@@ -447,6 +720,8 @@ def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
     """A (B·H, S, D) descriptor over a contiguous (B, H, S, D) tensor, read and written ``rows`` rows at a time."""
     b, h, s, d = t.shape
     return TensorDescriptor(t, shape=[b * h, s, d], strides=[s * d, d, 1], block_shape=[1, rows, d])
+
+
 # --8<-- [end:tma_check]
 
 
@@ -475,8 +750,12 @@ def _check_inputs(q, k, v, causal, sm_scale) -> None:
         raise ValueError(f"batch × heads = {B * H} exceeds {MAX_GRID_Y}, the grid's second dimension")
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    if sm_scale is not None and (isinstance(sm_scale, bool) or not isinstance(sm_scale, (int, float))
-                                 or not math.isfinite(sm_scale) or sm_scale <= 0):
+    if sm_scale is not None and (
+        isinstance(sm_scale, bool)
+        or not isinstance(sm_scale, (int, float))
+        or not math.isfinite(sm_scale)
+        or sm_scale <= 0
+    ):
         raise ValueError(f"sm_scale must be a positive finite number or None, got {sm_scale!r}")
 
 
@@ -496,8 +775,10 @@ def forward_path(path: str, *tensors: torch.Tensor) -> str:
     if path in ("auto", "gluon"):
         return "tma" if tma_ok else "pointer"
     if path == "tma" and not tma_ok:
-        raise ValueError("path='tma' needs tensor descriptors (Triton ≥ 3.4 on Hopper, or the interpreter) "
-                         "and 16-byte aligned tensors")
+        raise ValueError(
+            "path='tma' needs tensor descriptors (Triton ≥ 3.4 on Hopper, or the interpreter) "
+            "and 16-byte aligned tensors"
+        )
     return path
 
 
@@ -573,15 +854,15 @@ def flash_forward(q, k, v, causal: bool, sm_scale: float, path: str = "auto", co
         args = [_descriptor(q, bm), _descriptor(k, bn), _descriptor(v, bn), _descriptor(o, bm)]  # (2)!
     else:
         args = [q, k, v, o]
-    args += [lse, sm_scale, S_q, S_k, H, H // H_kv,
-             *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3]]
+    args += [lse, sm_scale, S_q, S_k, H, H // H_kv, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3]]
     common = dict(HEAD_DIM=D, CAUSAL=causal, USE_TMA=path == "tma", UPCAST=INTERPRETED)
     attn_fwd_kernel[(triton.cdiv(S_q, config["BLOCK_M"]), B * H)](*args, **common, **config)
     return o, lse
 
 
-def flash_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: tuple | None = None,
-                   path: str = "auto"):
+def flash_backward(
+    q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: tuple | None = None, path: str = "auto"
+):
     """dq, dk, dv from the saved lse (contiguous inputs): Δ = rowsum(dO∘O), then one kernel that writes
     dK and dV and adds dQ into an fp32 buffer (the Gluon kernel, or the Triton one when ``configs[1] is None``),
     or the Triton dK/dV and dQ kernels.
@@ -591,15 +872,17 @@ def flash_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: 
     Triton kernels. ``configs`` = (dK/dV config, dQ config or None) sets the Triton kernels' meta-parameters.
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
-    gluon = bool(q.numel()) and _gluon_chosen(path, configs is not None,
-                                              lambda: gluon_backward_unsupported(q, k, v, do))
+    gluon = bool(q.numel()) and _gluon_chosen(
+        path, configs is not None, lambda: gluon_backward_unsupported(q, k, v, do)
+    )
     kv_cfg, q_cfg = backward_configs(causal, S_q, S_k) if configs is None else configs
     fused = gluon or q_cfg is None  # (3)!
     delta = torch.empty_like(lse)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     dq_acc = torch.empty(q.shape, dtype=torch.float32, device=q.device) if fused else dq
-    attn_bwd_preprocess_kernel[(triton.cdiv(S_q, 64), B * H)](o, do, delta, dq_acc, S_q, HEAD_DIM=D, BLOCK_M=64,
-                                                              FUSE_DQ=fused)
+    attn_bwd_preprocess_kernel[(triton.cdiv(S_q, 64), B * H)](
+        o, do, delta, dq_acc, S_q, HEAD_DIM=D, BLOCK_M=64, FUSE_DQ=fused
+    )
     if gluon:
         _gluon("backward").gluon_dkdv_dq(q, k, v, do, lse, delta, dq_acc, dk, dv, causal, sm_scale)
     else:
@@ -609,8 +892,8 @@ def flash_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float, configs: 
         sizes = (sm_scale, S_q, S_k, H, H // H_kv)
         common = dict(HEAD_DIM=D, CAUSAL=causal, UPCAST=INTERPRETED)
         attn_bwd_dkdv_kernel[(triton.cdiv(S_k, kv_cfg["BLOCK_N"]), B * H_kv)](
-            *args, dq_arg, dk, dv, *sizes, **common, FUSE_DQ=fused, DQ_TMA=dq_tma, ROTATE=fused and not causal,
-            **kv_cfg)
+            *args, dq_arg, dk, dv, *sizes, **common, FUSE_DQ=fused, DQ_TMA=dq_tma, ROTATE=fused and not causal, **kv_cfg
+        )
         if not fused:
             attn_bwd_dq_kernel[(triton.cdiv(S_q, q_cfg["BLOCK_M"]), B * H)](*args, dq, *sizes, **common, **q_cfg)
     if fused and dq.numel():
@@ -633,13 +916,19 @@ class FlashAttention(torch.autograd.Function):
     @torch.autograd.function.once_differentiable  # the backward kernels have no backward themselves
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = flash_backward(q, k, v, o, lse, do.contiguous(), ctx.causal, ctx.sm_scale,
-                                    path=ctx.backward_path)
+        dq, dk, dv = flash_backward(q, k, v, o, lse, do.contiguous(), ctx.causal, ctx.sm_scale, path=ctx.backward_path)
         return dq, dk, dv, None, None, None, None
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-              sm_scale: float | None = None, *, path: str = "auto") -> torch.Tensor:
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool = False,
+    sm_scale: float | None = None,
+    *,
+    path: str = "auto",
+) -> torch.Tensor:
     """``softmax(q·kᵀ·sm_scale [causal, bottom-right]) · v``; differentiable.
 
     q: (B, H, S_q, D); k, v: (B, H_kv, S_k, D) with H_kv dividing H; fp16 or bf16; D ∈ {64, 128}.
@@ -652,6 +941,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
     return FlashAttention.apply(q, k, v, causal, scale, functools.partial(flash_forward, path=path), path)
+
+
 # --8<-- [end:launcher]
 
 
@@ -661,12 +952,18 @@ def attention_flops(B: int, H: int, S_q: int, S_k: int, D: int, causal: bool = F
     (the convention's triangle, exact only for S_q = S_k), and the backward's 5 matmuls are 2.5× the forward."""
     forward = 4.0 * B * H * S_q * S_k * D * (0.5 if causal else 1.0)
     return {"fwd": forward, "bwd": 2.5 * forward, "fwd+bwd": 3.5 * forward}[mode]
+
+
 # --8<-- [end:flops]
 
 
 if __name__ == "__main__":
     torch.manual_seed(0)
-    for (B, H, H_kv, S_q, S_k), causal in [((1, 2, 1, 40, 40), True), ((2, 2, 2, 23, 37), False), ((1, 2, 2, 37, 23), True)]:
+    for (B, H, H_kv, S_q, S_k), causal in [
+        ((1, 2, 1, 40, 40), True),
+        ((2, 2, 2, 23, 37), False),
+        ((1, 2, 2, 37, 23), True),
+    ]:
         q = torch.randn(B, H, S_q, 64, device=DEVICE).half().requires_grad_()
         k = torch.randn(B, H_kv, S_k, 64, device=DEVICE).half().requires_grad_()
         v = torch.randn(B, H_kv, S_k, 64, device=DEVICE).half().requires_grad_()

@@ -22,11 +22,12 @@ from __future__ import annotations
 import functools
 import math
 
+from academy import INTERPRETED
+
 import torch
 import triton
 import triton.language as tl
 
-from academy import INTERPRETED
 from examples.flash_attention.kernel import (
     FIXED_FWD_CONFIG,
     LOG2E,
@@ -42,8 +43,20 @@ NAIVE_MAX_ELEMENTS = 256 * 128
 # --8<-- [start:naive]
 @triton.jit
 def naive_attn_kernel(
-    Q, K, V, O, LSE, sm_scale, S_Q, S_K, H, GROUP,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_S: tl.constexpr, CAUSAL: tl.constexpr,
+    Q,
+    K,
+    V,
+    O,
+    LSE,
+    sm_scale,
+    S_Q,
+    S_K,
+    H,
+    GROUP,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+    CAUSAL: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
     bh = tl.program_id(1)
@@ -68,7 +81,9 @@ def naive_attn_kernel(
     p = tl.math.exp2(s - m[:, None])
     l = tl.sum(p, 1)
     o = tl.dot(p.to(v.dtype), v) / tl.where(l == 0.0, 1.0, l)[:, None]  # (3)!
-    tl.store(LSE + rows, tl.where(l == 0.0, float("inf"), m + tl.math.log2(tl.where(l == 0.0, 1.0, l))), mask=offs_m < S_Q)
+    tl.store(
+        LSE + rows, tl.where(l == 0.0, float("inf"), m + tl.math.log2(tl.where(l == 0.0, 1.0, l))), mask=offs_m < S_Q
+    )
     tl.store(O + rows[:, None] * HEAD_DIM + offs_d[None, :], o.to(O.dtype.element_ty), mask=(offs_m < S_Q)[:, None])
 
 
@@ -77,15 +92,31 @@ def naive_forward(q, k, v, causal: bool, sm_scale: float):
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
     block_s = max(16, triton.next_power_of_2(S_k))
     if block_s * D > NAIVE_MAX_ELEMENTS:
-        raise ValueError(f"the naive kernel holds a whole row of scores: S_k·D must be at most "
-                         f"{NAIVE_MAX_ELEMENTS}, got {S_k}·{D} (use attention())")
+        raise ValueError(
+            f"the naive kernel holds a whole row of scores: S_k·D must be at most "
+            f"{NAIVE_MAX_ELEMENTS}, got {S_k}·{D} (use attention())"
+        )
     o = torch.empty_like(q)
     lse = torch.empty((B, H, S_q), dtype=torch.float32, device=q.device)
     if o.numel():
         block_m = 16
         naive_attn_kernel[(triton.cdiv(S_q, block_m), B * H)](
-            q, k, v, o, lse, sm_scale, S_q, S_k, H, H // H_kv,
-            HEAD_DIM=D, BLOCK_M=block_m, BLOCK_S=block_s, CAUSAL=causal, UPCAST=INTERPRETED, num_warps=4,
+            q,
+            k,
+            v,
+            o,
+            lse,
+            sm_scale,
+            S_q,
+            S_k,
+            H,
+            H // H_kv,
+            HEAD_DIM=D,
+            BLOCK_M=block_m,
+            BLOCK_S=block_s,
+            CAUSAL=causal,
+            UPCAST=INTERPRETED,
+            num_warps=4,
         )
     return o, lse
 
@@ -95,6 +126,8 @@ def naive_attention(q, k, v, causal: bool = False, sm_scale: float | None = None
     _check_inputs(q, k, v, causal, sm_scale)
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
     return FlashAttention.apply(q, k, v, causal, scale, naive_forward, "auto")
+
+
 # --8<-- [end:naive]
 
 
@@ -105,6 +138,8 @@ def flash_attention_untuned(q, k, v, causal: bool = False, sm_scale: float | Non
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
     forward = functools.partial(flash_forward, path="pointer", config=FIXED_FWD_CONFIG)
     return FlashAttention.apply(q, k, v, causal, scale, forward, "auto")
+
+
 # --8<-- [end:flash_stages]
 
 

@@ -3,11 +3,12 @@ x of shape (M, 2N) at Llama MLP widths, against the unfused pair."""
 
 import importlib.util
 
-import torch
-
 from academy.bench.peers import compiled, eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+
 from examples.fused_rmsnorm_swiglu.kernel import reference, rmsnorm_swiglu, unfused_academy, unfused_torch
 
 
@@ -38,6 +39,8 @@ def bytes_moved(case: Case) -> float:
     """The fused op's minimal traffic (every provider is measured against it)."""
     element_size = torch.empty((), dtype=case.dtype).element_size()
     return FUSED_PASSES[case.mode] * case.params["M"] * case.params["N"] * element_size
+
+
 # --8<-- [end:work]
 
 

@@ -14,26 +14,26 @@ from __future__ import annotations
 from fractions import Fraction
 
 import torch
+import triton
+import triton.language as tl
 
 from examples.fused_rmsnorm_swiglu.bench import FUSED_PASSES, UNFUSED_PASSES
 from examples.fused_rmsnorm_swiglu.kernel import MAX_ONE_PASS_HALF, _as_rows, _check_inputs
 from examples.geglu.kernel import gelu_tanh
-
-import triton  # noqa: E402  (academy, imported above, comes first)
-import triton.language as tl  # noqa: E402
 
 
 # --8<-- [start:predicted_speedup]
 def predicted_speedup(mode: str) -> Fraction:
     """Unfused bytes / fused bytes: 7/3 for the forward, 18/8 = 9/4 for forward+backward."""
     return Fraction(UNFUSED_PASSES[mode], FUSED_PASSES[mode])
+
+
 # --8<-- [end:predicted_speedup]
 
 
 # --8<-- [start:rmsnorm_geglu]
 @triton.jit
-def rmsnorm_geglu_kernel(x_ptr, w_ptr, out_ptr, n_half, x_row_stride, out_row_stride, eps,
-                         BLOCK_N: tl.constexpr):
+def rmsnorm_geglu_kernel(x_ptr, w_ptr, out_ptr, n_half, x_row_stride, out_row_stride, eps, BLOCK_N: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < n_half
@@ -54,7 +54,17 @@ def rmsnorm_geglu(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> t
     n_rows, n_half = x_rows.shape[0], x_rows.shape[1] // 2
     out = torch.empty((n_rows, n_half), dtype=x.dtype, device=x.device)
     if n_rows:
-        rmsnorm_geglu_kernel[(n_rows,)](x_rows, weight, out, n_half, x_rows.stride(0), out.stride(0), float(eps),
-                                        BLOCK_N=triton.next_power_of_2(n_half))
+        rmsnorm_geglu_kernel[(n_rows,)](
+            x_rows,
+            weight,
+            out,
+            n_half,
+            x_rows.stride(0),
+            out.stride(0),
+            float(eps),
+            BLOCK_N=triton.next_power_of_2(n_half),
+        )
     return out.view(*x.shape[:-1], n_half)
+
+
 # --8<-- [end:rmsnorm_geglu]

@@ -23,16 +23,16 @@ Run this file (``python -m examples.fused_rmsnorm_swiglu.kernel``) for a quick c
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
-
 from academy import DEVICE
 from academy.grid import sm_count
 from academy.validation import check_tensor
-from examples.swiglu.kernel import silu, silu_and_grad, swiglu
 
-import triton  # noqa: E402  (academy, imported above, must come first)
-import triton.language as tl  # noqa: E402
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from examples.swiglu.kernel import silu, silu_and_grad, swiglu
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -51,15 +51,21 @@ def unfused_torch(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> t
     y = F.rms_norm(x, (x.shape[-1],), weight, eps)
     a, b = y.chunk(2, dim=-1)
     return F.silu(a) * b
+
+
 # --8<-- [end:reference]
 
 
 # --8<-- [start:forward_kernel]
 @triton.jit
 def rmsnorm_swiglu_forward_kernel(
-    x_ptr, w_ptr, out_ptr, rstd_ptr,
+    x_ptr,
+    w_ptr,
+    out_ptr,
+    rstd_ptr,
     n_half,  # N: out has N columns, x has 2N
-    x_row_stride, out_row_stride,
+    x_row_stride,
+    out_row_stride,
     eps,
     BLOCK_N: tl.constexpr,  # columns of each half handled at once
     ONE_PASS: tl.constexpr,  # BLOCK_N ≥ N: the whole row stays in registers
@@ -93,6 +99,8 @@ def rmsnorm_swiglu_forward_kernel(
             b = xb * rstd * tl.load(w_ptr + n_half + start + cols, mask=mask, other=0.0).to(tl.float32)
             tl.store(out_row + start + cols, (silu(a) * b).to(out_ptr.dtype.element_ty), mask=mask)
     tl.store(rstd_ptr + row, rstd)  # (8)!
+
+
 # --8<-- [end:forward_kernel]
 
 
@@ -119,15 +127,25 @@ def _backward_terms(x_row, w_ptr, dout_row, cols, mask, n_half, rstd):
     dout = tl.load(dout_row + cols, mask=mask, other=0.0).to(tl.float32)
     da, db, ga, gb = _swiglu_grads(xa_hat, xb_hat, wa, wb, dout)
     return xa_hat, xb_hat, da, db, ga, gb
+
+
 # --8<-- [end:backward_chunk]
 
 
 # --8<-- [start:backward_kernel]
 @triton.jit
 def rmsnorm_swiglu_backward_kernel(
-    x_ptr, w_ptr, dout_ptr, rstd_ptr, dx_ptr, dw_partial_ptr,
-    n_rows, n_half,
-    x_row_stride, dout_row_stride, dx_row_stride,
+    x_ptr,
+    w_ptr,
+    dout_ptr,
+    rstd_ptr,
+    dx_ptr,
+    dw_partial_ptr,
+    n_rows,
+    n_half,
+    x_row_stride,
+    dout_row_stride,
+    dx_row_stride,
     BLOCK_N: tl.constexpr,  # ≥ N: the whole row stays in registers
 ):
     pid = tl.program_id(0)
@@ -143,7 +161,8 @@ def rmsnorm_swiglu_backward_kernel(
         rstd = tl.load(rstd_ptr + row64)
         x_row = x_ptr + row64 * x_row_stride
         xa_hat, xb_hat, da, db, ga, gb = _backward_terms(
-            x_row, w_ptr, dout_ptr + row64 * dout_row_stride, cols, mask, n_half, rstd)
+            x_row, w_ptr, dout_ptr + row64 * dout_row_stride, cols, mask, n_half, rstd
+        )
         dwa += da * xa_hat  # (4)!
         dwb += db * xb_hat
         dot = (tl.sum(ga * xa_hat, axis=0) + tl.sum(gb * xb_hat, axis=0)) * inv_width  # (5)!
@@ -152,14 +171,22 @@ def rmsnorm_swiglu_backward_kernel(
         tl.store(dx_row + n_half + cols, (rstd * (gb - xb_hat * dot)).to(dx_ptr.dtype.element_ty), mask=mask)
     tl.store(partial_row + cols, dwa, mask=mask)  # (7)!
     tl.store(partial_row + n_half + cols, dwb, mask=mask)
+
+
 # --8<-- [end:backward_kernel]
 
 
 # --8<-- [start:row_dot_kernel]
 @triton.jit
 def row_dot_kernel(
-    x_ptr, w_ptr, dout_ptr, rstd_ptr, dot_ptr,
-    n_half, x_row_stride, dout_row_stride,
+    x_ptr,
+    w_ptr,
+    dout_ptr,
+    rstd_ptr,
+    dot_ptr,
+    n_half,
+    x_row_stride,
+    dout_row_stride,
     BLOCK_N: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)  # (1)!
@@ -173,17 +200,29 @@ def row_dot_kernel(
         xa_hat, xb_hat, da, db, ga, gb = _backward_terms(x_row, w_ptr, dout_row, c, c < n_half, n_half, rstd)
         partial += ga * xa_hat + gb * xb_hat  # (2)!
     tl.store(dot_ptr + row, tl.sum(partial, axis=0) / (2 * n_half))  # (3)!
+
+
 # --8<-- [end:row_dot_kernel]
 
 
 # --8<-- [start:tile_kernel]
 @triton.jit
 def backward_tile_kernel(
-    x_ptr, w_ptr, dout_ptr, rstd_ptr, dot_ptr, dx_ptr, dw_partial_ptr,
-    n_rows, n_half,
-    x_row_stride, dout_row_stride, dx_row_stride,
+    x_ptr,
+    w_ptr,
+    dout_ptr,
+    rstd_ptr,
+    dot_ptr,
+    dx_ptr,
+    dw_partial_ptr,
+    n_rows,
+    n_half,
+    x_row_stride,
+    dout_row_stride,
+    dx_row_stride,
     ROWS_PER_PROGRAM: tl.constexpr,  # rows of one group (a multiple of BLOCK_R)
-    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,  # one step: BLOCK_R rows × BLOCK_C columns of each half
+    BLOCK_R: tl.constexpr,
+    BLOCK_C: tl.constexpr,  # one step: BLOCK_R rows × BLOCK_C columns of each half
 ):
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)  # (1)!
     group = tl.program_id(1)
@@ -204,7 +243,9 @@ def backward_tile_kernel(
         x_tile = x_ptr + rows64[:, None] * x_row_stride + cols[None, :]
         xa_hat = tl.load(x_tile, mask=mask, other=0.0).to(tl.float32) * rstd
         xb_hat = tl.load(x_tile + n_half, mask=mask, other=0.0).to(tl.float32) * rstd
-        dout = tl.load(dout_ptr + rows64[:, None] * dout_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dout = tl.load(dout_ptr + rows64[:, None] * dout_row_stride + cols[None, :], mask=mask, other=0.0).to(
+            tl.float32
+        )
         da, db, ga, gb = _swiglu_grads(xa_hat, xb_hat, wa, wb, dout)
         dx_tile = dx_ptr + rows64[:, None] * dx_row_stride + cols[None, :]
         tl.store(dx_tile, (rstd * (ga - xa_hat * dot)).to(dx_ptr.dtype.element_ty), mask=mask)  # (5)!
@@ -214,15 +255,20 @@ def backward_tile_kernel(
     partial_row = dw_partial_ptr + group.to(tl.int64) * (2 * n_half)
     tl.store(partial_row + cols, tl.sum(dwa, axis=0), mask=col_mask)  # (7)!
     tl.store(partial_row + n_half + cols, tl.sum(dwb, axis=0), mask=col_mask)
+
+
 # --8<-- [end:tile_kernel]
 
 
 # --8<-- [start:dw_kernel]
 @triton.jit
 def sum_rows_kernel(
-    partial_ptr, out_ptr,
-    n_partial_rows, n_cols,
-    BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
+    partial_ptr,
+    out_ptr,
+    n_partial_rows,
+    n_cols,
+    BLOCK_P: tl.constexpr,
+    BLOCK_C: tl.constexpr,
 ):
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     acc = tl.zeros([BLOCK_P, BLOCK_C], tl.float32)
@@ -231,6 +277,8 @@ def sum_rows_kernel(
         mask = (rows < n_partial_rows)[:, None] & (cols < n_cols)[None, :]
         acc += tl.load(partial_ptr + rows.to(tl.int64)[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
     tl.store(out_ptr + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=cols < n_cols)  # (2)!
+
+
 # --8<-- [end:dw_kernel]
 
 
@@ -272,8 +320,17 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.T
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)  # (1)!
     block_n, one_pass = _block(n_half)
     rmsnorm_swiglu_forward_kernel[(n_rows,)](
-        x_rows, weight, out, rstd, n_half, x_rows.stride(0), out.stride(0), eps,
-        BLOCK_N=block_n, ONE_PASS=one_pass, num_warps=FWD_NUM_WARPS if one_pass else CHUNKED_FWD_NUM_WARPS,
+        x_rows,
+        weight,
+        out,
+        rstd,
+        n_half,
+        x_rows.stride(0),
+        out.stride(0),
+        eps,
+        BLOCK_N=block_n,
+        ONE_PASS=one_pass,
+        num_warps=FWD_NUM_WARPS if one_pass else CHUNKED_FWD_NUM_WARPS,
     )
     return out.view(*x.shape[:-1], n_half), rstd
 
@@ -287,24 +344,58 @@ def _backward(x, weight, rstd, dout) -> tuple[torch.Tensor, torch.Tensor]:
         n_partial = min(n_rows, sm_count() * PROGRAMS_PER_SM)
         dw_partial = torch.empty((n_partial, 2 * n_half), dtype=torch.float32, device=x.device)  # (2)!
         rmsnorm_swiglu_backward_kernel[(n_partial,)](
-            x_rows, weight, dout_rows, rstd, dx, dw_partial, n_rows, n_half, *strides,
-            BLOCK_N=triton.next_power_of_2(n_half), num_warps=BWD_NUM_WARPS,
+            x_rows,
+            weight,
+            dout_rows,
+            rstd,
+            dx,
+            dw_partial,
+            n_rows,
+            n_half,
+            *strides,
+            BLOCK_N=triton.next_power_of_2(n_half),
+            num_warps=BWD_NUM_WARPS,
         )
     else:  # two kernels: the row dot products, then dx and dweight tile by tile
         dot = torch.empty(n_rows, dtype=torch.float32, device=x.device)
         row_dot_kernel[(n_rows,)](
-            x_rows, weight, dout_rows, rstd, dot, n_half, strides[0], strides[1],
-            BLOCK_N=min(DOT_CHUNK_N, triton.next_power_of_2(n_half)), num_warps=DOT_NUM_WARPS,
+            x_rows,
+            weight,
+            dout_rows,
+            rstd,
+            dot,
+            n_half,
+            strides[0],
+            strides[1],
+            BLOCK_N=min(DOT_CHUNK_N, triton.next_power_of_2(n_half)),
+            num_warps=DOT_NUM_WARPS,
         )
         n_partial = triton.cdiv(n_rows, TILE_ROWS)
         dw_partial = torch.empty((n_partial, 2 * n_half), dtype=torch.float32, device=x.device)  # (3)!
         backward_tile_kernel[(triton.cdiv(n_half, TILE_C), n_partial)](
-            x_rows, weight, dout_rows, rstd, dot, dx, dw_partial, n_rows, n_half, *strides,
-            ROWS_PER_PROGRAM=TILE_ROWS, BLOCK_R=TILE_R, BLOCK_C=TILE_C, num_warps=TILE_NUM_WARPS,
+            x_rows,
+            weight,
+            dout_rows,
+            rstd,
+            dot,
+            dx,
+            dw_partial,
+            n_rows,
+            n_half,
+            *strides,
+            ROWS_PER_PROGRAM=TILE_ROWS,
+            BLOCK_R=TILE_R,
+            BLOCK_C=TILE_C,
+            num_warps=TILE_NUM_WARPS,
         )
     dweight = torch.empty(2 * n_half, dtype=weight.dtype, device=weight.device)
     sum_rows_kernel[(triton.cdiv(2 * n_half, 256),)](
-        dw_partial, dweight, n_partial, 2 * n_half, BLOCK_P=32, BLOCK_C=256,  # (4)!
+        dw_partial,
+        dweight,
+        n_partial,
+        2 * n_half,
+        BLOCK_P=32,
+        BLOCK_C=256,  # (4)!
     )
     return dx.view(x.shape), dweight
 
@@ -326,6 +417,8 @@ def _check_inputs(x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
         raise ValueError(f"eps must be a positive number, got {eps!r}")
     if x.numel() // x.shape[-1] > 2**31 - 1:  # (5)!
         raise ValueError(f"x has {x.numel() // x.shape[-1]} rows; at most 2**31 - 1 are supported")
+
+
 # --8<-- [end:launcher]
 
 
@@ -353,6 +446,8 @@ def rmsnorm_swiglu(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> 
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
         return _RMSNormSwiGLU.apply(x, weight, float(eps))
     return _forward(x, weight, float(eps))[0]
+
+
 # --8<-- [end:autograd]
 
 
@@ -382,9 +477,12 @@ if __name__ == "__main__":
         x64, w64 = x.detach().double().requires_grad_(), weight.detach().double().requires_grad_()
         ref = reference(x64, w64)
         ref.backward(dout.double())
-        errors = [((a - b).norm() / b.norm()).item() for a, b in
-                  ((out, ref), (x.grad, x64.grad), (weight.grad, w64.grad))]
+        errors = [
+            ((a - b).norm() / b.norm()).item() for a, b in ((out, ref), (x.grad, x64.grad), (weight.grad, w64.grad))
+        ]
         path = "chunked" if chunked else "one-pass"
-        print(f"rmsnorm_swiglu on {DEVICE}, 6×{2 * n_half} ({path}): errors out/dx/dweight "
-              + " ".join(f"{e:.1e}" for e in errors))
+        print(
+            f"rmsnorm_swiglu on {DEVICE}, 6×{2 * n_half} ({path}): errors out/dx/dweight "
+            + " ".join(f"{e:.1e}" for e in errors)
+        )
         assert max(errors) < 1e-5

@@ -34,10 +34,14 @@ def _check_width(x: torch.Tensor) -> None:
 # --8<-- [start:log_softmax]
 @triton.jit
 def log_softmax_kernel(
-    x_ptr, y_ptr,
-    n_rows, n_cols,
-    x_row_stride, y_row_stride,  # in elements
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    x_ptr,
+    y_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    y_row_stride,  # in elements
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
@@ -65,17 +69,23 @@ def log_softmax(x: torch.Tensor) -> torch.Tensor:
     grid = (triton.cdiv(n_rows, config["BLOCK_M"]),)
     log_softmax_kernel[grid](x_rows, y_rows, n_rows, n_cols, x_rows.stride(0), y_rows.stride(0), **config)
     return y_rows.view(x.shape)
+
+
 # --8<-- [end:log_softmax]
 
 
 # --8<-- [start:temperature]
 @triton.jit
 def softmax_temperature_kernel(
-    x_ptr, y_ptr,
+    x_ptr,
+    y_ptr,
     inv_temperature,  # 1 / t, an fp32 scalar
-    n_rows, n_cols,
-    x_row_stride, y_row_stride,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    y_row_stride,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
@@ -111,4 +121,6 @@ def softmax_with_temperature(x: torch.Tensor, temperature: float) -> torch.Tenso
         x_rows, y_rows, 1.0 / temperature, n_rows, n_cols, x_rows.stride(0), y_rows.stride(0), **config
     )
     return y_rows.view(x.shape)
+
+
 # --8<-- [end:temperature]

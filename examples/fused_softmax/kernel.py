@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import functools
 
+from academy import DEVICE
+
 import torch
 import triton
 import triton.language as tl
-
-from academy import DEVICE
 
 
 # --8<-- [start:reference]
@@ -32,15 +32,20 @@ def naive_softmax(x: torch.Tensor) -> torch.Tensor:
     numerator = torch.exp(shifted)  # read and write x.numel() values
     denominator = numerator.sum(dim=-1, keepdim=True)  # read x.numel(), write M
     return numerator / denominator  # read x.numel() and M, write x.numel()
+
+
 # --8<-- [end:reference]
 
 
 # --8<-- [start:forward_kernel]
 @triton.jit
 def softmax_forward_kernel(
-    x_ptr, y_ptr,
-    n_rows, n_cols,
-    x_row_stride, y_row_stride,  # in elements
+    x_ptr,
+    y_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    y_row_stride,  # in elements
     BLOCK_M: tl.constexpr,  # rows per program
     BLOCK_N: tl.constexpr,  # next power of two ≥ n_cols: the whole row
 ):
@@ -51,7 +56,8 @@ def softmax_forward_kernel(
 
     x = tl.load(
         x_ptr + row_offsets * x_row_stride + cols[None, :],
-        mask=mask, other=-float("inf"),  # (3)!
+        mask=mask,
+        other=-float("inf"),  # (3)!
     ).to(tl.float32)  # (4)!
     row_max = tl.max(x, axis=1)  # (5)!
     numerator = tl.exp(x - row_max[:, None])  # (6)!
@@ -60,17 +66,22 @@ def softmax_forward_kernel(
 
     tl.store(
         y_ptr + row_offsets * y_row_stride + cols[None, :],
-        y.to(y_ptr.dtype.element_ty), mask=mask,  # (9)!
+        y.to(y_ptr.dtype.element_ty),
+        mask=mask,  # (9)!
     )
+
+
 # --8<-- [end:forward_kernel]
 
 
 # --8<-- [start:online_forward_kernel]
 @triton.jit
 def softmax_online_forward_kernel(
-    x_ptr, y_ptr,
+    x_ptr,
+    y_ptr,
     n_cols,
-    x_row_stride, y_row_stride,
+    x_row_stride,
+    y_row_stride,
     BLOCK_N: tl.constexpr,  # a chunk of the row; the row is wider
 ):
     row = tl.program_id(0).to(tl.int64)  # (1)!
@@ -99,15 +110,22 @@ def softmax_online_forward_kernel(
         x = tl.load(x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)  # (7)!
         y = tl.exp(x - row_max) / row_sum
         tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:online_forward_kernel]
 
 
 # --8<-- [start:backward_kernel]
 @triton.jit
 def softmax_backward_kernel(
-    y_ptr, dy_ptr, dx_ptr,
-    n_rows, n_cols,
-    y_row_stride, dy_row_stride, dx_row_stride,
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
+    n_rows,
+    n_cols,
+    y_row_stride,
+    dy_row_stride,
+    dx_row_stride,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
@@ -121,15 +139,21 @@ def softmax_backward_kernel(
     dot = tl.sum(y * dy, axis=1)  # (2)!
     dx = y * (dy - dot[:, None])  # (3)!
     tl.store(dx_ptr + row_offsets * dx_row_stride + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:backward_kernel]
 
 
 # --8<-- [start:online_backward_kernel]
 @triton.jit
 def softmax_online_backward_kernel(
-    y_ptr, dy_ptr, dx_ptr,
+    y_ptr,
+    dy_ptr,
+    dx_ptr,
     n_cols,
-    y_row_stride, dy_row_stride, dx_row_stride,
+    y_row_stride,
+    dy_row_stride,
+    dx_row_stride,
     BLOCK_N: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -152,6 +176,8 @@ def softmax_online_backward_kernel(
         y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32)
         tl.store(dx_row + cols, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)  # (3)!
+
+
 # --8<-- [end:online_backward_kernel]
 
 
@@ -163,7 +189,7 @@ ONLINE_BLOCK_N = 16384
 ONLINE_NUM_WARPS = 32
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def launch_config(n_cols: int) -> dict[str, int]:
     """Block shape and warps for the one-pass kernels (forward and backward).
 
@@ -204,13 +230,16 @@ def _forward(x: torch.Tensor) -> torch.Tensor:
     if n_cols <= MAX_FUSED_COLS:  # (3)!
         config = launch_config(n_cols)
         grid = (triton.cdiv(n_rows, config["BLOCK_M"]),)  # (4)!
-        softmax_forward_kernel[grid](
-            x_rows, y_rows, n_rows, n_cols, x_rows.stride(0), y_rows.stride(0), **config
-        )
+        softmax_forward_kernel[grid](x_rows, y_rows, n_rows, n_cols, x_rows.stride(0), y_rows.stride(0), **config)
     else:
         softmax_online_forward_kernel[(n_rows,)](  # (5)!
-            x_rows, y_rows, n_cols, x_rows.stride(0), y_rows.stride(0),
-            BLOCK_N=ONLINE_BLOCK_N, num_warps=ONLINE_NUM_WARPS,
+            x_rows,
+            y_rows,
+            n_cols,
+            x_rows.stride(0),
+            y_rows.stride(0),
+            BLOCK_N=ONLINE_BLOCK_N,
+            num_warps=ONLINE_NUM_WARPS,
         )
     return y_rows.view(x.shape)
 
@@ -244,6 +273,8 @@ def _check_input(x: torch.Tensor) -> None:
         raise ValueError(f"x has shape {tuple(x.shape)}: softmax over an empty last dimension is undefined")
     if x.numel() // x.shape[-1] > 2**31 - 1:  # (6)!
         raise ValueError(f"x has {x.numel() // x.shape[-1]} rows; at most 2**31 - 1 are supported")
+
+
 # --8<-- [end:launcher]
 
 
@@ -269,6 +300,8 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     if x.requires_grad and torch.is_grad_enabled():
         return _Softmax.apply(x)
     return _forward(x)  # (2)!
+
+
 # --8<-- [end:autograd]
 
 

@@ -3,11 +3,12 @@ forward+backward, Llama MLP widths. Same byte model as SwiGLU."""
 
 import dataclasses
 
+from academy.bench.peers import compiled, eager, liger
+
 import torch
 import torch.nn.functional as F
 
 import examples.swiglu.bench as swiglu_bench
-from academy.bench.peers import compiled, eager, liger
 from examples.geglu.kernel import geglu, reference
 
 APPROXIMATE = "tanh"

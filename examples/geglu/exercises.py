@@ -11,15 +11,14 @@
 
 from __future__ import annotations
 
-import torch
-
 from academy import DEVICE
+
+import torch
+import triton
+import triton.language as tl
+
 from examples.geglu.kernel import geglu
 from examples.swiglu.kernel import gated
-
-import triton  # noqa: E402  (academy, imported above, comes first)
-import triton.language as tl  # noqa: E402
-
 
 
 # --8<-- [start:quick_geglu]
@@ -37,6 +36,8 @@ def quick_gelu_and_grad(x):
 def quick_geglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """``gate·σ(1.702·gate) · up``; differentiable in both."""
     return gated(gate, up, quick_gelu, quick_gelu_and_grad)
+
+
 # --8<-- [end:quick_geglu]
 
 
@@ -48,4 +49,6 @@ def max_form_gap(lo: float = -6.0, hi: float = 6.0, n: int = 12001) -> tuple[flo
     gap = (geglu(x, one, "none") - geglu(x, one, "tanh")).abs()
     i = int(gap.argmax())
     return gap[i].item(), x[i].item()
+
+
 # --8<-- [end:form_gap]

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+import triton
+import triton.language as tl
 
 from examples.gelu.kernel import RSQRT_2, SQRT_2_OVER_PI, stable_tanh
 from examples.swiglu.kernel import gated
-
-import triton  # noqa: E402  (academy, imported by the lines above, must come first)
-import triton.language as tl  # noqa: E402
 
 APPROXIMATIONS = ("none", "tanh")
 RSQRT_2PI = tl.constexpr(0.3989422804014327)  # 1/√(2π), the normal density's constant
@@ -33,6 +32,8 @@ CUBIC = tl.constexpr(0.044715)  # the tanh form's cubic coefficient
 def reference(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """GeGLU as PyTorch computes it, in fp32, returned in the inputs' dtype."""
     return (F.gelu(gate.float(), approximate=approximate) * up.float()).to(gate.dtype)
+
+
 # --8<-- [end:reference]
 
 
@@ -48,6 +49,8 @@ def gelu_exact_and_grad(x):
     cdf = 0.5 * (1.0 + tl.math.erf(x * RSQRT_2))  # (2)!
     pdf = RSQRT_2PI * tl.exp(-0.5 * x * x)  # (3)!
     return x * cdf, cdf + x * pdf  # (4)!
+
+
 # --8<-- [end:gelu_exact]
 
 
@@ -66,6 +69,8 @@ def gelu_tanh_and_grad(x):
     d_inner = SQRT_2_OVER_PI * (1.0 + 3.0 * CUBIC * x * x)  # (3)!
     df = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * d_inner  # (4)!
     return 0.5 * x * (1.0 + t), df
+
+
 # --8<-- [end:gelu_tanh]
 
 
@@ -81,6 +86,8 @@ def geglu(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none") -> to
     if approximate not in APPROXIMATIONS:  # (2)!
         raise ValueError(f"approximate must be one of {APPROXIMATIONS}, got {approximate!r}")
     return gated(gate, up, *ACTIVATIONS[approximate])
+
+
 # --8<-- [end:launcher]
 
 
@@ -100,8 +107,11 @@ if __name__ == "__main__":
         g64, u64 = gate.detach().double().requires_grad_(), up.detach().double().requires_grad_()
         ref = F.gelu(g64, approximate=approximate) * u64
         ref.backward(dout.double())
-        errors = [((a - b).norm() / b.norm()).item() for a, b in
-                  ((out, ref), (gate.grad, g64.grad), (up.grad, u64.grad))]
-        print(f"geglu(approximate={approximate!r}) on {DEVICE}, 5×1001: errors out/dgate/dup "
-              + " ".join(f"{e:.1e}" for e in errors))
+        errors = [
+            ((a - b).norm() / b.norm()).item() for a, b in ((out, ref), (gate.grad, g64.grad), (up.grad, u64.grad))
+        ]
+        print(
+            f"geglu(approximate={approximate!r}) on {DEVICE}, 5×1001: errors out/dgate/dup "
+            + " ".join(f"{e:.1e}" for e in errors)
+        )
         assert max(errors) < 1e-5

@@ -6,12 +6,13 @@
   one generated Triton kernel).
 """
 
-import torch
-import torch.nn.functional as F
-
 from academy.bench.peers import compiled, eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+import torch.nn.functional as F
+
 from examples.gelu.kernel import gelu, naive_gelu_tanh, reference
 
 
@@ -24,6 +25,8 @@ def bytes_moved(case: Case) -> float:
     """Minimal traffic of any GeLU: read x once, write y once (2 passes)."""
     element_size = torch.empty((), dtype=case.dtype).element_size()
     return 2 * case.params["M"] * case.params["N"] * element_size
+
+
 # --8<-- [end:work]
 
 

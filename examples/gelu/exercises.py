@@ -37,6 +37,8 @@ def gelu_tanh_sigmoid(x: torch.Tensor) -> torch.Tensor:
         grid = (triton.cdiv(x.numel(), BLOCK_SIZE),)
         gelu_tanh_sigmoid_kernel[grid](x, y, x.numel(), BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS)
     return y
+
+
 # --8<-- [end:sigmoid_form]
 
 
@@ -57,12 +59,12 @@ def geglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     _check_input(gate, "tanh")
     _check_input(up, "tanh")
     if gate.shape != up.shape or gate.dtype != up.dtype:
-        raise ValueError(
-            f"gate and up must match: {tuple(gate.shape)} {gate.dtype} vs {tuple(up.shape)} {up.dtype}"
-        )
+        raise ValueError(f"gate and up must match: {tuple(gate.shape)} {gate.dtype} vs {tuple(up.shape)} {up.dtype}")
     h = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
     if gate.numel():
         grid = (triton.cdiv(gate.numel(), BLOCK_SIZE),)
         geglu_kernel[grid](gate, up, h, gate.numel(), BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS)
     return h
+
+
 # --8<-- [end:geglu]

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 import warnings
 
+from academy import DEVICE
+
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-
-from academy import DEVICE
 
 # --8<-- [start:reference]
 APPROXIMATIONS = ("none", "tanh")
@@ -28,6 +28,8 @@ APPROXIMATIONS = ("none", "tanh")
 def reference(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """GeLU as PyTorch computes it, in fp32, returned in ``x``'s dtype."""
     return F.gelu(x.float(), approximate=approximate).to(x.dtype)
+
+
 # --8<-- [end:reference]
 
 
@@ -40,6 +42,8 @@ def naive_gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     scaled = math.sqrt(2.0 / math.pi) * inner  # 1 kernel
     t = torch.tanh(scaled)  # 1 kernel
     return 0.5 * x * (1.0 + t)  # 3 kernels: 0.5*x, 1+t, the product
+
+
 # --8<-- [end:naive]
 
 
@@ -48,6 +52,8 @@ def naive_gelu_tanh(x: torch.Tensor) -> torch.Tensor:
 def stable_tanh(z):
     """tanh(z) = 2·sigmoid(2z) − 1: finite for every finite z."""
     return 2.0 * tl.sigmoid(2.0 * z) - 1.0  # (1)!
+
+
 # --8<-- [end:tanh]
 
 
@@ -58,7 +64,8 @@ RSQRT_2 = tl.constexpr(0.7071067811865476)  # 1/√2
 # --8<-- [start:kernel]
 @triton.jit
 def gelu_kernel(
-    x_ptr, y_ptr,
+    x_ptr,
+    y_ptr,
     n_elements,
     APPROXIMATE: tl.constexpr,  # True: the tanh form; False: the exact erf form
     BLOCK_SIZE: tl.constexpr,
@@ -73,6 +80,8 @@ def gelu_kernel(
     else:
         y = 0.5 * x * (1.0 + tl.math.erf(x * RSQRT_2))  # (5)!
     tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)  # (6)!
+
+
 # --8<-- [end:kernel]
 
 
@@ -91,9 +100,12 @@ def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
         return y
     grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
     gelu_kernel[grid](
-        x, y, n_elements,
+        x,
+        y,
+        n_elements,
         APPROXIMATE=approximate == "tanh",  # (1)!
-        BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=NUM_WARPS,
     )
     return y
 
@@ -111,6 +123,8 @@ def _check_input(x: torch.Tensor, approximate: str) -> None:
         raise ValueError(
             f"x is a non-contiguous view (shape {tuple(x.shape)}, strides {x.stride()}); pass x.contiguous()"
         )
+
+
 # --8<-- [end:launcher]
 
 

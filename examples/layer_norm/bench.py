@@ -1,11 +1,12 @@
 """Benchmark spec for layer norm: bf16, forward and forward+backward (dx, dW, dB)."""
 
-import torch
-import torch.nn.functional as F
-
 from academy.bench.peers import compiled, eager, liger
 from academy.bench.spec import Case
 from academy.testing import random_tensor
+
+import torch
+import torch.nn.functional as F
+
 from examples.layer_norm.kernel import layer_norm, reference
 from examples.norm_bench import norm_spec
 
@@ -36,6 +37,8 @@ def bytes_moved(case: Case) -> float:
     if case.mode == "fwd":
         return fwd
     return fwd + 3 * m * n * s + 2 * m * 4 + 3 * n * s
+
+
 # --8<-- [end:work]
 
 

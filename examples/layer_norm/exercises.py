@@ -14,29 +14,39 @@
 
 from __future__ import annotations
 
-import torch
-
 import academy  # noqa: F401
+from academy.validation import check_same
+
+import torch
 import triton
 import triton.language as tl
 
 from examples.layer_norm.kernel import _check_inputs
 from examples.norm_launch import FWD_MAX_FUSED_COLS, as_rows, tile_config
-from academy.validation import check_same
 
 
 # --8<-- [start:add_layer_norm]
 @triton.jit
 def add_layer_norm_kernel(
-    x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, h_ptr,
-    n_rows, n_cols, eps,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    x_ptr,
+    r_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    h_ptr,
+    n_rows,
+    n_cols,
+    eps,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
     offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]  # contiguous rows
-    h = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32) + tl.load(r_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    h = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32) + tl.load(
+        r_ptr + offsets, mask=mask, other=0.0
+    ).to(tl.float32)
     h = h.to(h_ptr.dtype.element_ty)  # the residual stream is stored in the input dtype ...
     tl.store(h_ptr + offsets, h, mask=mask)
     h = h.to(tl.float32)  # ... and normalised as stored, as PyTorch's unfused pair does
@@ -68,14 +78,19 @@ def add_layer_norm(x, residual, weight, bias, eps: float = 1e-5) -> tuple[torch.
             x_rows, r_rows, weight.contiguous(), bias.contiguous(), y, h, n_rows, n_cols, float(eps), **config
         )
     return y.view(x.shape), h.view(x.shape)
+
+
 # --8<-- [end:add_layer_norm]
 
 
 # --8<-- [start:welford]
 @triton.jit
 def welford_row_stats_kernel(
-    x_ptr, mean_ptr, var_ptr,
-    n_cols, x_row_stride,
+    x_ptr,
+    mean_ptr,
+    var_ptr,
+    n_cols,
+    x_row_stride,
     BLOCK_N: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -109,4 +124,6 @@ def welford_row_stats(x: torch.Tensor, block_n: int = 1024) -> tuple[torch.Tenso
     if n_rows:
         welford_row_stats_kernel[(n_rows,)](x_rows, mean, var, n_cols, x_rows.stride(0), BLOCK_N=block_n)
     return mean.view(x.shape[:-1]), var.view(x.shape[:-1])
+
+
 # --8<-- [end:welford]

@@ -21,17 +21,22 @@ Run this file (``python -m examples.layer_norm.kernel``) for a quick check.
 
 from __future__ import annotations
 
+import academy  # noqa: F401  (sets TRITON_INTERPRET on CPU before triton loads)
+from academy import DEVICE
+
 import torch
 import torch.nn.functional as F
-
-import academy  # noqa: F401  (sets TRITON_INTERPRET on CPU before triton loads)
 import triton
 import triton.language as tl
 
-from academy import DEVICE
 from examples import norm_launch
 from examples.norm_launch import (
-    as_rows, backward_launch, check_norm_inputs, column_split, forward_launch, sum_partials,
+    as_rows,
+    backward_launch,
+    check_norm_inputs,
+    column_split,
+    forward_launch,
+    sum_partials,
 )
 
 
@@ -41,15 +46,24 @@ def reference(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, 
     n = x.shape[-1]
     b = None if bias is None else bias.float()
     return F.layer_norm(x.float(), (n,), weight.float(), b, eps).to(x.dtype)
+
+
 # --8<-- [end:reference]
 
 
 # --8<-- [start:forward_kernel]
 @triton.jit
 def layer_norm_forward_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr,
-    n_rows, n_cols,
-    x_row_stride, y_row_stride,  # in elements
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    mean_ptr,
+    rstd_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    y_row_stride,  # in elements
     eps,
     HAS_BIAS: tl.constexpr,
     BLOCK_M: tl.constexpr,  # rows per tile, one tile per program
@@ -75,15 +89,24 @@ def layer_norm_forward_kernel(
     if HAS_BIAS:
         y += tl.load(b_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)[None, :]
     tl.store(y_ptr + row_offsets * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:forward_kernel]
 
 
 # --8<-- [start:wide_forward_kernel]
 @triton.jit
 def layer_norm_forward_wide_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr,
-    n_rows, n_cols,
-    x_row_stride, y_row_stride,
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    mean_ptr,
+    rstd_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    y_row_stride,
     eps,
     HAS_BIAS: tl.constexpr,
     BLOCK_N: tl.constexpr,  # a chunk of the row; the row is wider
@@ -120,16 +143,27 @@ def layer_norm_forward_wide_kernel(
             if HAS_BIAS:
                 y += tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
             tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:wide_forward_kernel]
 
 
 # --8<-- [start:backward_kernel]
 @triton.jit
 def layer_norm_backward_kernel(
-    x_ptr, w_ptr, dy_ptr, dx_ptr, mean_ptr, rstd_ptr,
-    dw_partial_ptr, db_partial_ptr,  # fp32 (num_programs, n_cols): one row per program
-    n_rows, n_cols,
-    x_row_stride, dy_row_stride, dx_row_stride,
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    dx_ptr,
+    mean_ptr,
+    rstd_ptr,
+    dw_partial_ptr,
+    db_partial_ptr,  # fp32 (num_programs, n_cols): one row per program
+    n_rows,
+    n_cols,
+    x_row_stride,
+    dy_row_stride,
+    dx_row_stride,
     HAS_BIAS: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -166,16 +200,27 @@ def layer_norm_backward_kernel(
     tl.store(dw_partial_ptr + partial_offsets, tl.sum(dw_acc, axis=0), mask=col_mask)  # (9)!
     if HAS_BIAS:
         tl.store(db_partial_ptr + partial_offsets, tl.sum(db_acc, axis=0), mask=col_mask)
+
+
 # --8<-- [end:backward_kernel]
 
 
 # --8<-- [start:wide_backward_kernel]
 @triton.jit
 def layer_norm_backward_wide_kernel(
-    x_ptr, w_ptr, dy_ptr, dx_ptr, mean_ptr, rstd_ptr,
-    dw_partial_ptr, db_partial_ptr,  # fp32 (num_programs, n_cols), zero-filled
-    n_rows, n_cols,
-    x_row_stride, dy_row_stride, dx_row_stride,
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    dx_ptr,
+    mean_ptr,
+    rstd_ptr,
+    dw_partial_ptr,
+    db_partial_ptr,  # fp32 (num_programs, n_cols), zero-filled
+    n_rows,
+    n_cols,
+    x_row_stride,
+    dy_row_stride,
+    dx_row_stride,
     HAS_BIAS: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
@@ -219,15 +264,25 @@ def layer_norm_backward_wide_kernel(
             if HAS_BIAS:
                 db = tl.load(db_row + cols, mask=mask, other=0.0)
                 tl.store(db_row + cols, db + dy, mask=mask)
+
+
 # --8<-- [end:wide_backward_kernel]
 
 
 # --8<-- [start:column_backward_kernels]
 @triton.jit
 def layer_norm_backward_row_terms_kernel(
-    x_ptr, w_ptr, dy_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr,
-    n_rows, n_cols,
-    x_row_stride, dy_row_stride,
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    mean_ptr,
+    rstd_ptr,
+    c1_ptr,
+    c2_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    dy_row_stride,
     BLOCK_N: tl.constexpr,
 ):
     """Stage 1 of the column-split backward: each row's c1 and c2 (fp32)."""
@@ -243,7 +298,8 @@ def layer_norm_backward_row_terms_kernel(
             mask = cols < n_cols
             x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
             wdy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32) * tl.load(
-                w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+                w_ptr + cols, mask=mask, other=0.0
+            ).to(tl.float32)
             lane_c1 += tl.where(mask, (x - mean) * rstd, 0.0) * wdy
             lane_c2 += wdy
         tl.store(c1_ptr + row, tl.sum(lane_c1, axis=0) / n_cols)
@@ -252,10 +308,22 @@ def layer_norm_backward_row_terms_kernel(
 
 @triton.jit
 def layer_norm_backward_columns_kernel(
-    x_ptr, w_ptr, dy_ptr, dx_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr,
-    dw_partial_ptr, db_partial_ptr,  # fp32 (n_groups, n_cols)
-    n_rows, n_cols, rows_per_group,
-    x_row_stride, dy_row_stride, dx_row_stride,
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    dx_ptr,
+    mean_ptr,
+    rstd_ptr,
+    c1_ptr,
+    c2_ptr,
+    dw_partial_ptr,
+    db_partial_ptr,  # fp32 (n_groups, n_cols)
+    n_rows,
+    n_cols,
+    rows_per_group,
+    x_row_stride,
+    dy_row_stride,
+    dx_row_stride,
     HAS_BIAS: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -290,6 +358,8 @@ def layer_norm_backward_columns_kernel(
     tl.store(dw_partial_ptr + partial_offsets, dw_acc, mask=col_mask)
     if HAS_BIAS:
         tl.store(db_partial_ptr + partial_offsets, db_acc, mask=col_mask)
+
+
 # --8<-- [end:column_backward_kernels]
 
 
@@ -317,8 +387,19 @@ def _forward(x, weight, bias, eps):
     in_registers, grid, config = forward_launch(n_rows, n_cols, FWD_MAX_WARPS)  # (3)!
     kernel = layer_norm_forward_kernel if in_registers else layer_norm_forward_wide_kernel
     kernel[(grid,)](
-        x_rows, weight, weight if bias is None else bias, y, mean, rstd,
-        n_rows, n_cols, x_rows.stride(0), y.stride(0), float(eps), HAS_BIAS=bias is not None, **config,
+        x_rows,
+        weight,
+        weight if bias is None else bias,
+        y,
+        mean,
+        rstd,
+        n_rows,
+        n_cols,
+        x_rows.stride(0),
+        y.stride(0),
+        float(eps),
+        HAS_BIAS=bias is not None,
+        **config,
     )
     return y.view(x.shape), x_rows, mean, rstd
 
@@ -334,11 +415,26 @@ def _backward(dy, x_rows, weight, has_bias, mean, rstd):
         # the in-register kernel writes its whole partial row; the "rows" kernel adds into it
         make_partials = torch.empty if design == "registers" else torch.zeros
         dw_partial = make_partials((programs, n_cols), dtype=torch.float32, device=x_rows.device)  # (5)!
-        db_partial = make_partials((programs, n_cols), dtype=torch.float32, device=x_rows.device) if has_bias else dw_partial
+        db_partial = (
+            make_partials((programs, n_cols), dtype=torch.float32, device=x_rows.device) if has_bias else dw_partial
+        )
         kernel = layer_norm_backward_kernel if design == "registers" else layer_norm_backward_wide_kernel
         kernel[(programs,)](
-            x_rows, weight, dy_rows, dx, mean, rstd, dw_partial, db_partial, n_rows, n_cols,
-            x_rows.stride(0), dy_rows.stride(0), dx.stride(0), HAS_BIAS=has_bias, **config,
+            x_rows,
+            weight,
+            dy_rows,
+            dx,
+            mean,
+            rstd,
+            dw_partial,
+            db_partial,
+            n_rows,
+            n_cols,
+            x_rows.stride(0),
+            dy_rows.stride(0),
+            dx.stride(0),
+            HAS_BIAS=has_bias,
+            **config,
         )
     dw = sum_partials(dw_partial, weight.dtype)
     db = sum_partials(db_partial, weight.dtype) if has_bias else None
@@ -352,17 +448,45 @@ def _backward_columns(dy_rows, x_rows, weight, has_bias, mean, rstd, dx, program
     c1 = torch.empty(n_rows, dtype=torch.float32, device=x_rows.device)
     c2 = torch.empty(n_rows, dtype=torch.float32, device=x_rows.device)
     layer_norm_backward_row_terms_kernel[(programs,)](
-        x_rows, weight, dy_rows, mean, rstd, c1, c2, n_rows, n_cols, x_rows.stride(0), dy_rows.stride(0), **config,
+        x_rows,
+        weight,
+        dy_rows,
+        mean,
+        rstd,
+        c1,
+        c2,
+        n_rows,
+        n_cols,
+        x_rows.stride(0),
+        dy_rows.stride(0),
+        **config,
     )
     groups, strips, rows_per_group, strip_config = column_split(n_rows, n_cols)
     dw_partial = torch.empty((groups, n_cols), dtype=torch.float32, device=x_rows.device)
     db_partial = torch.empty((groups, n_cols), dtype=torch.float32, device=x_rows.device) if has_bias else dw_partial
     layer_norm_backward_columns_kernel[(groups, strips)](
-        x_rows, weight, dy_rows, dx, mean, rstd, c1, c2, dw_partial, db_partial,
-        n_rows, n_cols, rows_per_group, x_rows.stride(0), dy_rows.stride(0), dx.stride(0),
-        HAS_BIAS=has_bias, **strip_config,
+        x_rows,
+        weight,
+        dy_rows,
+        dx,
+        mean,
+        rstd,
+        c1,
+        c2,
+        dw_partial,
+        db_partial,
+        n_rows,
+        n_cols,
+        rows_per_group,
+        x_rows.stride(0),
+        dy_rows.stride(0),
+        dx.stride(0),
+        HAS_BIAS=has_bias,
+        **strip_config,
     )
     return dw_partial, db_partial
+
+
 # --8<-- [end:launcher]
 
 
@@ -396,11 +520,16 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
     if needs_grad and torch.is_grad_enabled():
         return _LayerNorm.apply(x, weight, bias, eps)
     return _forward(x, weight, bias, eps)[0]
+
+
 # --8<-- [end:autograd]
 
 
 if __name__ == "__main__":
-    for n_cols in (1000, max(MAX_FUSED_COLS, norm_launch.FWD_MAX_FUSED_COLS) + 3001):  # the fused path, then the chunked path
+    for n_cols in (
+        1000,
+        max(MAX_FUSED_COLS, norm_launch.FWD_MAX_FUSED_COLS) + 3001,
+    ):  # the fused path, then the chunked path
         x = torch.randn(5, n_cols, device=DEVICE, requires_grad=True)
         w = torch.randn(n_cols, device=DEVICE, requires_grad=True)
         b = torch.randn(n_cols, device=DEVICE, requires_grad=True)

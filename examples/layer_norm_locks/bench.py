@@ -1,11 +1,12 @@
 """Benchmark spec for the tutorial layer norm: bf16, M=4096 rows, forward and forward+backward."""
 
-import torch
-import torch.nn.functional as F
-
 from academy.bench.peers import compiled, eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+import torch.nn.functional as F
+
 from examples.layer_norm_locks.kernel import layer_norm, reference
 
 
@@ -25,6 +26,8 @@ def bytes_moved(case: Case) -> float:
     element_size = torch.empty((), dtype=case.dtype).element_size()
     passes = {"fwd": 2, "fwd+bwd": 5}[case.mode]
     return passes * case.params["M"] * case.params["N"] * element_size
+
+
 # --8<-- [end:work]
 
 
@@ -35,7 +38,9 @@ def torch_layer_norm(x, weight, bias):
 SPEC = BenchSpec(
     slug="layer_norm_locks",
     metric="bandwidth",
-    sweeps=[Sweep("M=4096", x="N", shapes=[{"M": 4096, "N": n} for n in (1024, 2048, 3072, 4096, 5120, 8192, 12288, 16384)])],
+    sweeps=[
+        Sweep("M=4096", x="N", shapes=[{"M": 4096, "N": n} for n in (1024, 2048, 3072, 4096, 5120, 8192, 12288, 16384)])
+    ],
     dtypes=[torch.bfloat16],
     modes=["fwd", "fwd+bwd"],
     make_inputs=make_inputs,

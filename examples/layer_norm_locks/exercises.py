@@ -24,6 +24,8 @@ def rms_norm_vjp(x: torch.Tensor, gamma: torch.Tensor, dy: torch.Tensor, eps: fl
     dx = (g - x_hat * (g * x_hat).mean(-1, keepdim=True)) / r  # no "− mean(g)": nothing was centred
     dgamma = (dy * x_hat).reshape(-1, x.shape[-1]).sum(0)
     return dx, dgamma
+
+
 # --8<-- [end:rms_norm_vjp]
 
 
@@ -74,4 +76,6 @@ def race(barrier: bool, lanes: int = 4) -> list[float]:
         log.extend(rest)
     race.log = [entry for entry in log if entry]
     return memory["buf"]
+
+
 # --8<-- [end:race]

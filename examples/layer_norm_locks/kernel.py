@@ -14,13 +14,13 @@ Run this file (``python -m examples.layer_norm_locks.kernel``) for a quick check
 
 from __future__ import annotations
 
+from academy import DEVICE
+from academy.validation import check_tensor
+
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-
-from academy import DEVICE
-from academy.validation import check_tensor
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 MAX_N = 16384
@@ -32,14 +32,22 @@ def reference(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: fl
     """PyTorch's layer norm computed in fp32, returned in x's dtype."""
     n = x.shape[-1]
     return F.layer_norm(x.float(), (n,), weight.float(), bias.float(), eps).to(x.dtype)
+
+
 # --8<-- [end:reference]
 
 
 # --8<-- [start:forward_kernel]
 @triton.jit
 def layer_norm_forward_kernel(
-    x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
-    n_cols, eps,
+    x_ptr,
+    y_ptr,
+    w_ptr,
+    b_ptr,
+    mean_ptr,
+    rstd_ptr,
+    n_cols,
+    eps,
     BLOCK_N: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -56,17 +64,26 @@ def layer_norm_forward_kernel(
     b = tl.load(b_ptr + cols, mask=mask).to(tl.float32)
     y = centered * rstd * w + b
     tl.store(y_ptr + row * n_cols + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:forward_kernel]
 
 
 # --8<-- [start:backward_dx_kernel]
 @triton.jit
 def layer_norm_backward_dx_kernel(
-    x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr,
-    dw_partial_ptr, db_partial_ptr,  # GROUP_SIZE_M × N fp32 buffers
+    x_ptr,
+    dy_ptr,
+    dx_ptr,
+    w_ptr,
+    mean_ptr,
+    rstd_ptr,
+    dw_partial_ptr,
+    db_partial_ptr,  # GROUP_SIZE_M × N fp32 buffers
     locks_ptr,  # 2·GROUP_SIZE_M int32 zeros: the locks, then the "written yet?" counts
     n_cols,
-    GROUP_SIZE_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
@@ -103,15 +120,22 @@ def layer_norm_backward_dx_kernel(
         tl.store(db_ptrs, db + tl.load(db_ptrs, mask=mask, cache_modifier=".cg"), mask=mask)
     tl.debug_barrier()  # (8)!
     tl.atomic_xchg(lock, 0)  # (9)!
+
+
 # --8<-- [end:backward_dx_kernel]
 
 
 # --8<-- [start:backward_dwdb_kernel]
 @triton.jit
 def layer_norm_backward_dwdb_kernel(
-    dw_partial_ptr, db_partial_ptr, dw_ptr, db_ptr,
-    n_groups, n_cols,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    dw_partial_ptr,
+    db_partial_ptr,
+    dw_ptr,
+    db_ptr,
+    n_groups,
+    n_cols,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     dw = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
@@ -124,6 +148,8 @@ def layer_norm_backward_dwdb_kernel(
         db += tl.load(db_partial_ptr + offsets, mask=mask, other=0.0)
     tl.store(dw_ptr + cols, tl.sum(dw, axis=0).to(dw_ptr.dtype.element_ty), mask=cols < n_cols)  # (2)!
     tl.store(db_ptr + cols, tl.sum(db, axis=0).to(db_ptr.dtype.element_ty), mask=cols < n_cols)
+
+
 # --8<-- [end:backward_dwdb_kernel]
 
 
@@ -171,8 +197,16 @@ def _forward(x, weight, bias, eps):
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     block_n = triton.next_power_of_2(n_cols)
     layer_norm_forward_kernel[(n_rows,)](
-        x_rows, y, weight.contiguous(), bias.contiguous(), mean, rstd, n_cols, float(eps),
-        BLOCK_N=block_n, num_warps=_warps(block_n),
+        x_rows,
+        y,
+        weight.contiguous(),
+        bias.contiguous(),
+        mean,
+        rstd,
+        n_cols,
+        float(eps),
+        BLOCK_N=block_n,
+        num_warps=_warps(block_n),
     )
     return y.view(x.shape), x_rows, mean, rstd
 
@@ -187,16 +221,36 @@ def _backward(dy, x_rows, weight, mean, rstd):
     db_partial = torch.empty((groups, n_cols), dtype=torch.float32, device=x_rows.device)
     locks = torch.zeros(2 * groups, dtype=torch.int32, device=x_rows.device)  # (3)!
     layer_norm_backward_dx_kernel[(n_rows,)](
-        x_rows, dy_rows, dx, weight.contiguous(), mean, rstd, dw_partial, db_partial, locks, n_cols,
-        GROUP_SIZE_M=groups, BLOCK_N=block_n, num_warps=_warps(block_n),
+        x_rows,
+        dy_rows,
+        dx,
+        weight.contiguous(),
+        mean,
+        rstd,
+        dw_partial,
+        db_partial,
+        locks,
+        n_cols,
+        GROUP_SIZE_M=groups,
+        BLOCK_N=block_n,
+        num_warps=_warps(block_n),
     )
     dw = torch.empty(n_cols, dtype=weight.dtype, device=weight.device)
     db = torch.empty(n_cols, dtype=weight.dtype, device=weight.device)
     block = 128
     layer_norm_backward_dwdb_kernel[(triton.cdiv(n_cols, block),)](
-        dw_partial, db_partial, dw, db, groups, n_cols, BLOCK_M=32, BLOCK_N=block,
+        dw_partial,
+        db_partial,
+        dw,
+        db,
+        groups,
+        n_cols,
+        BLOCK_M=32,
+        BLOCK_N=block,
     )
     return dx, dw, db
+
+
 # --8<-- [end:launcher]
 
 
@@ -223,6 +277,8 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad):
         return _LayerNorm.apply(x, weight, bias, eps)
     return _forward(x, weight, bias, eps)[0]
+
+
 # --8<-- [end:autograd]
 
 

@@ -8,12 +8,12 @@ at the end are checked by ``tests/test_learn_answers_debugging.py``.
 
 from __future__ import annotations
 
+from academy import DEVICE
+from academy.testing import poisoned, random_tensor
+
 import torch
 import triton
 import triton.language as tl
-
-from academy import DEVICE
-from academy.testing import poisoned, random_tensor
 
 BLOCK = 64  # small, so the CPU interpreter runs a handful of programs
 
@@ -37,6 +37,8 @@ def guarded(n: int, guard: int, *, fill: str = "poison") -> tuple[torch.Tensor, 
 def guard_writes(whole: torch.Tensor, n: int) -> int:
     """How many guard elements after the first ``n`` are no longer NaN."""
     return int((~whole[n:].isnan()).sum())
+
+
 # --8<-- [end:guard_band]
 
 
@@ -46,6 +48,8 @@ def unmasked_copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offsets)  # BUG: no mask, the last block reads past n
     tl.store(out_ptr + offsets, x)  # BUG: ... and writes past n
+
+
 # --8<-- [end:unmasked_copy]
 
 
@@ -61,6 +65,8 @@ def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def launch_copy(kernel, x: torch.Tensor, out: torch.Tensor, block: int = BLOCK) -> None:
     n = x.numel()
     kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
+
+
 # --8<-- [end:masked_copy]
 
 
@@ -69,6 +75,8 @@ def copy_floor_grid(x: torch.Tensor, out: torch.Tensor, block: int = BLOCK) -> N
     n = x.numel()
     grid = (n // block,)  # BUG: rounds down, so the ragged tail gets no program
     copy_kernel[grid](x, out, n, BLOCK=block)
+
+
 # --8<-- [end:floor_grid]
 
 
@@ -80,6 +88,8 @@ def row_max_wrong_other_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK: tl.con
     mask = cols < n_cols
     x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0)  # BUG: 0 can win a max
     tl.store(out_ptr + row, tl.max(x, axis=0))
+
+
 # --8<-- [end:row_max_wrong_other]
 
 
@@ -99,6 +109,8 @@ def row_max(x: torch.Tensor, kernel=row_max_kernel) -> torch.Tensor:
     block = triton.next_power_of_2(cols)  # the whole row in one block
     kernel[(rows,)](x, out, cols, x.stride(0), BLOCK=block)
     return out
+
+
 # --8<-- [end:row_max]
 
 
@@ -110,6 +122,8 @@ def static_checks_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
 # --8<-- [end:static_checks]
 
 
@@ -122,6 +136,8 @@ def block_sums_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     total = tl.sum(x, axis=0)
     tl.device_print("block sum", total)
     tl.store(out_ptr + pid, total)
+
+
 # --8<-- [end:device_print]
 
 
@@ -130,6 +146,8 @@ def block_sums_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def runtime_arange_kernel(x_ptr, out_ptr, n):
     offsets = tl.arange(0, n)  # BUG: n is a runtime argument, not a tl.constexpr
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets))
+
+
 # --8<-- [end:runtime_arange]
 
 
@@ -149,6 +167,8 @@ def diff(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     n = x.numel()
     diff_kernel[(triton.cdiv(n, BLOCK),)](x, out, n, BLOCK=BLOCK)
     return out
+
+
 # --8<-- [end:aliasing]
 
 
@@ -158,7 +178,11 @@ def small_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: t
     rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
     a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
     b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))  # Triton 3.6 compiles only K >= 16 (3.9: K = 8 for fp32)
+    tl.store(
+        c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b)
+    )  # Triton 3.6 compiles only K >= 16 (3.9: K = 8 for fp32)
+
+
 # --8<-- [end:small_dot]
 
 
@@ -187,6 +211,8 @@ def scale(x: torch.Tensor, a: float, *, block: int = 256) -> torch.Tensor:
     if n:
         scale_kernel[(triton.cdiv(n, block),)](x, out, a, n, BLOCK=block)  # cdiv, not //
     return out
+
+
 # --8<-- [end:answer_scale]
 
 
@@ -210,6 +236,8 @@ def row_min(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty(rows, dtype=x.dtype, device=x.device)
     row_min_kernel[(rows,)](x, out, cols, x.stride(0), BLOCK=triton.next_power_of_2(cols))
     return out
+
+
 # --8<-- [end:answer_row_min]
 
 
@@ -225,6 +253,8 @@ def out_of_bounds_writes(launch, n: int, *, guard: int = BLOCK) -> int:
     out_whole, out = guarded(n, guard)
     launch(x, out)
     return guard_writes(out_whole, n)
+
+
 # --8<-- [end:answer_out_of_bounds]
 
 

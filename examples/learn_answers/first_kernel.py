@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from academy.validation import check_tensor
+
 import torch
 import triton
 import triton.language as tl
-
-from academy.validation import check_tensor
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -30,6 +30,8 @@ def scale(x: torch.Tensor, alpha: float, block_size: int = 1024) -> torch.Tensor
         grid = (triton.cdiv(x.numel(), block_size),)
         scale_kernel[grid](x, out, float(alpha), x.numel(), BLOCK_SIZE=block_size)
     return out
+
+
 # --8<-- [end:scale]
 
 
@@ -38,4 +40,6 @@ def elements_left_unwritten(n_elements: int, block_size: int) -> int:
     """How many elements a grid of ``n_elements // block_size`` programs never touches."""
     covered = (n_elements // block_size) * block_size
     return n_elements - covered
+
+
 # --8<-- [end:floor_grid]

@@ -49,6 +49,8 @@ class SimulatedGPU:
     def record_event(self) -> float:
         """An event is a marker in the queue: it 'fires' when the work before it is done."""
         return max(self.device_free_at, self.host_now)
+
+
 # --8<-- [end:simulated_gpu]
 
 
@@ -65,6 +67,8 @@ def noisy_timings(n: int, true_ms: float, *, seed: int = 0, outlier_rate: float 
     stalls = rng.random(n) < outlier_rate
     stall_ms = true_ms * rng.uniform(2.0, 10.0, size=n) * stalls
     return true_ms + jitter + stall_ms
+
+
 # --8<-- [end:noisy_timings]
 
 
@@ -87,8 +91,9 @@ class PowerCappedGPU:
         return ms
 
 
-def interleaved_medians(kernels: dict[str, tuple[float, bool]], order: str, *, rounds: int = 300,
-                        seed: int = 0) -> dict[str, float]:
+def interleaved_medians(
+    kernels: dict[str, tuple[float, bool]], order: str, *, rounds: int = 300, seed: int = 0
+) -> dict[str, float]:
     """Median time of each ``name: (work_ms, hungry)`` over rounds of one call each, in a
     ``"fixed"`` order, a ``"rotated"`` one (one place further each round) or a ``"random"`` one."""
     gpu = PowerCappedGPU(seed=seed)
@@ -98,7 +103,7 @@ def interleaved_medians(kernels: dict[str, tuple[float, bool]], order: str, *, r
         if order == "fixed":
             this_round = names
         elif order == "rotated":
-            this_round = names[r % len(names):] + names[:r % len(names)]
+            this_round = names[r % len(names) :] + names[: r % len(names)]
         elif order == "random":
             this_round = names[:]
             shuffle(this_round)
@@ -107,6 +112,8 @@ def interleaved_medians(kernels: dict[str, tuple[float, bool]], order: str, *, r
         for name in this_round:
             times[name].append(gpu.run(*kernels[name]))
     return {name: float(np.median(t)) for name, t in times.items()}
+
+
 # --8<-- [end:power_capped]
 
 
@@ -126,6 +133,8 @@ def time_kernel(gpu: SimulatedGPU, name: str, work_ms: float, *, warmup: int = 3
         gpu.synchronize()  # wait for the work itself, not just the launch
         times.append(gpu.host_now - start)
     return times
+
+
 # --8<-- [end:answer_time_kernel]
 
 
@@ -149,6 +158,8 @@ def summarize(samples: Sequence[float], quantiles: Sequence[float] = (0.5, 0.2, 
         weight = position - low
         result.append(ordered[low] * (1 - weight) + ordered[high] * weight)
     return tuple(result)
+
+
 # --8<-- [end:answer_summarize]
 
 
@@ -164,13 +175,14 @@ def copies_to_leave_l2(bytes_per_call: int, l2_bytes: int, *, multiple: int = 4,
         raise ValueError("sizes must be positive")
     needed = -(-multiple * l2_bytes // bytes_per_call)  # ceiling division
     return max(1, min(max_copies, needed))
+
+
 # --8<-- [end:answer_copies]
 
 
 def bandwidth_gbps(bytes_moved: float, ms: float) -> float:
     """Bytes per millisecond to GB/s (1 GB = 1e9 bytes)."""
     return bytes_moved / ms / 1e6
-
 
 
 # --8<-- [start:quiet_stderr]
@@ -186,4 +198,6 @@ def quiet_native_stderr():
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+
+
 # --8<-- [end:quiet_stderr]

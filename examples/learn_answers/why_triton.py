@@ -6,11 +6,11 @@ a CPU (and compiled on a GPU) against PyTorch.
 
 from __future__ import annotations
 
+from academy.validation import check_same, check_tensor
+
 import torch
 import triton
 import triton.language as tl
-
-from academy.validation import check_same, check_tensor
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -48,6 +48,8 @@ def add_grid_stride(x: torch.Tensor, y: torch.Tensor, n_programs: int = 4, block
     if x.numel():
         add_grid_stride_kernel[(n_programs,)](x, y, out, x.numel(), BLOCK_SIZE=block_size)
     return out
+
+
 # --8<-- [end:grid_stride]
 
 
@@ -77,4 +79,6 @@ def bytes_unfused(n: int, element_bytes: int) -> int:
 def bytes_fused(n: int, element_bytes: int) -> int:
     """add_relu: read x and y, write the result."""
     return 3 * n * element_bytes
+
+
 # --8<-- [end:add_relu]

@@ -11,17 +11,17 @@
 Forward only; the runner checks every provider against the fp32 reference.
 """
 
-
 import functools
-
-import torch
 
 from academy.bench.peers import eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+
+import examples.tiled_matmul.kernel  # noqa: F401 - listed so the results hash covers the k_loop/grouped stages
 from examples.matmul.kernel import matmul, reference
 from examples.matmul.stages import STAGES
-import examples.tiled_matmul.kernel  # noqa: F401,E402 - listed so the results hash covers the k_loop/grouped stages
 
 SQUARES = (1024, 2048, 4096, 8192)
 LLAMA_KN = (4096, 14336)
@@ -41,6 +41,8 @@ def work(case: Case) -> float:
         return 2.0 * M * N * K
     element_size = torch.empty((), dtype=case.dtype).element_size()
     return float((M * K + K * N + M * N) * element_size)
+
+
 # --8<-- [end:work]
 
 
@@ -48,17 +50,34 @@ STAGE_PROVIDERS = [f"academy:{name}" for name in STAGES]
 FINAL_PROVIDERS = ["academy", "cublas", "academy:persistent", "academy:split_k"]
 
 SWEEPS = [
-    Sweep("square", x="N", shapes=[{"M": n, "N": n, "K": n} for n in SQUARES], metric="compute",
-           providers=["academy", "cublas", *STAGE_PROVIDERS]),
+    Sweep(
+        "square",
+        x="N",
+        shapes=[{"M": n, "N": n, "K": n} for n in SQUARES],
+        metric="compute",
+        providers=["academy", "cublas", *STAGE_PROVIDERS],
+    ),
     *[
-        Sweep(f"llama M={m}, K={k}", x="N", shapes=[{"M": m, "N": n, "K": k} for n in LLAMA_KN], metric="compute",
-               providers=FINAL_PROVIDERS)
-        for m in (128, 4096) for k in LLAMA_KN
+        Sweep(
+            f"llama M={m}, K={k}",
+            x="N",
+            shapes=[{"M": m, "N": n, "K": k} for n in LLAMA_KN],
+            metric="compute",
+            providers=FINAL_PROVIDERS,
+        )
+        for m in (128, 4096)
+        for k in LLAMA_KN
     ],
     *[
-        Sweep(f"decode M={m}, K={k}", x="N", shapes=[{"M": m, "N": n, "K": k} for n in LLAMA_KN], metric="bandwidth",
-               providers=[*FINAL_PROVIDERS, "academy:gemv", "academy:no_pdl"])
-        for m in (1, 16) for k in LLAMA_KN
+        Sweep(
+            f"decode M={m}, K={k}",
+            x="N",
+            shapes=[{"M": m, "N": n, "K": k} for n in LLAMA_KN],
+            metric="bandwidth",
+            providers=[*FINAL_PROVIDERS, "academy:gemv", "academy:no_pdl"],
+        )
+        for m in (1, 16)
+        for k in LLAMA_KN
     ],
 ]
 

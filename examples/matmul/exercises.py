@@ -12,11 +12,12 @@
 
 from __future__ import annotations
 
+from academy import INTERPRETED
+
 import torch
 import triton
 import triton.language as tl
 
-from academy import INTERPRETED
 from examples.matmul.kernel import _check_inputs, matmul
 
 
@@ -28,15 +29,29 @@ def matmul_backward(a: torch.Tensor, b: torch.Tensor, grad_c: torch.Tensor) -> t
     grad_a = matmul(grad_c, b.T)  # b.T is a view: strides swapped, nothing copied
     grad_b = matmul(a.T, grad_c)
     return grad_a, grad_b
+
+
 # --8<-- [end:matmul_backward]
 
 
 # --8<-- [start:split_k_atomic]
 @triton.jit
 def split_k_atomic_kernel(
-    a_ptr, b_ptr, acc_ptr, M, N, K, K_PER_SPLIT,
-    stride_am, stride_ak, stride_bk, stride_bn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, UPCAST: tl.constexpr,
+    a_ptr,
+    b_ptr,
+    acc_ptr,
+    M,
+    N,
+    K,
+    K_PER_SPLIT,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    UPCAST: tl.constexpr,
     PRECISION: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -47,15 +62,23 @@ def split_k_atomic_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k_start in range(k_begin, k_end, BLOCK_K):
         k = k_start + ks
-        a = tl.load(a_ptr + (rows % M).to(tl.int64)[:, None] * stride_am + k[None, :] * stride_ak,
-                    mask=k[None, :] < k_end, other=0.0)
-        b = tl.load(b_ptr + k[:, None] * stride_bk + (cols % N).to(tl.int64)[None, :] * stride_bn,
-                    mask=k[:, None] < k_end, other=0.0)
+        a = tl.load(
+            a_ptr + (rows % M).to(tl.int64)[:, None] * stride_am + k[None, :] * stride_ak,
+            mask=k[None, :] < k_end,
+            other=0.0,
+        )
+        b = tl.load(
+            b_ptr + k[:, None] * stride_bk + (cols % N).to(tl.int64)[None, :] * stride_bn,
+            mask=k[:, None] < k_end,
+            other=0.0,
+        )
         if UPCAST:
             a, b = a.to(tl.float32), b.to(tl.float32)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     mask = (rows < M)[:, None] & (cols < N)[None, :]
-    tl.atomic_add(acc_ptr + rows.to(tl.int64)[:, None] * N + cols[None, :], acc, mask=mask)  # the order of the adds varies
+    tl.atomic_add(
+        acc_ptr + rows.to(tl.int64)[:, None] * N + cols[None, :], acc, mask=mask
+    )  # the order of the adds varies
 
 
 def matmul_split_k_atomic(a: torch.Tensor, b: torch.Tensor, split_k: int = 4) -> torch.Tensor:
@@ -70,8 +93,23 @@ def matmul_split_k_atomic(a: torch.Tensor, b: torch.Tensor, split_k: int = 4) ->
     block_m, block_n, block_k = (16, 32, 32) if INTERPRETED else (16, 64, 128)
     k_per_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n), triton.cdiv(K, k_per_split))
-    split_k_atomic_kernel[grid](a, b, acc, M, N, K, k_per_split, *a.stride(), *b.stride(),
-                                BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, UPCAST=INTERPRETED,
-                                PRECISION="ieee" if INTERPRETED or a.dtype == torch.float32 else None)
+    split_k_atomic_kernel[grid](
+        a,
+        b,
+        acc,
+        M,
+        N,
+        K,
+        k_per_split,
+        *a.stride(),
+        *b.stride(),
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        BLOCK_K=block_k,
+        UPCAST=INTERPRETED,
+        PRECISION="ieee" if INTERPRETED or a.dtype == torch.float32 else None,
+    )
     return acc.to(a.dtype)
+
+
 # --8<-- [end:split_k_atomic]

@@ -32,14 +32,15 @@ Run this file (``python -m examples.matmul.kernel``) for a quick check.
 
 from __future__ import annotations
 
-import torch
-import triton
-import triton.language as tl
-
 from academy import DEVICE, INTERPRETED
 from academy.grid import sm_count
 from academy.tma import TensorDescriptor, tma_available
 from academy.validation import check_disjoint, check_tensor
+
+import torch
+import triton
+import triton.language as tl
+
 from examples.dependent_launch import dependent_launch_prologue, pdl_available
 from examples.tiled_matmul.kernel import grouped_tile
 
@@ -68,6 +69,8 @@ def reference(a: torch.Tensor, b: torch.Tensor, activation: str | None = None) -
     """``act(a @ b)`` computed by PyTorch in fp32 (no TF32), returned in the inputs' dtype."""
     c = torch.matmul(a.float(), b.float())
     return apply_activation(c, activation).to(a.dtype)
+
+
 # --8<-- [end:reference]
 
 
@@ -82,26 +85,39 @@ def activate(x, ACTIVATION: tl.constexpr):
     elif ACTIVATION == "gelu":
         x = 0.5 * x * (1.0 + tl.math.erf(x * _SQRT1_2))  # (1)!
     return x
+
+
 # --8<-- [end:epilogue]
 
 
 # --8<-- [start:tma_kernel]
 @triton.jit
 def matmul_tma_kernel(
-    a_desc, b_desc, c_desc,  # (1)!
-    M, N, K,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    a_desc,
+    b_desc,
+    c_desc,  # (1)!
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,
-    A_COLUMN_MAJOR: tl.constexpr, B_COLUMN_MAJOR: tl.constexpr,
+    A_COLUMN_MAJOR: tl.constexpr,
+    B_COLUMN_MAJOR: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr,
-    ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr,
-    FLATTEN: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    ACTIVATION: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+    FLATTEN: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
 ):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
-    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0),
-                         flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):  # (2)!
+    for tile in tl.range(
+        tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0), flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE
+    ):  # (2)!
         pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
@@ -128,18 +144,33 @@ def matmul_tma_kernel(
             c_desc.store([off_m, off_n + BLOCK_N // 2], right.to(c_desc.dtype))
         else:
             c_desc.store([off_m, off_n], acc.to(c_desc.dtype))  # (6)!
+
+
 # --8<-- [end:tma_kernel]
 
 
 # --8<-- [start:pointer_kernel]
 @triton.jit
 def matmul_pointer_kernel(
-    a_ptr, b_ptr, c_ptr,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,
-    ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr,
+    ACTIVATION: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -163,18 +194,36 @@ def matmul_pointer_kernel(
         acc = activate(acc, ACTIVATION)
         c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * stride_cm + cols.to(tl.int64)[None, :] * stride_cn
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rows < M)[:, None] & (cols < N)[None, :])
+
+
 # --8<-- [end:pointer_kernel]
 
 
 # --8<-- [start:split_k_kernel]
 @triton.jit
 def matmul_split_k_kernel(
-    a_ptr, b_ptr, out_ptr,
-    M, N, K, K_PER_SPLIT,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_os, stride_om, stride_on,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    a_ptr,
+    b_ptr,
+    out_ptr,
+    M,
+    N,
+    K,
+    K_PER_SPLIT,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_os,
+    stride_om,
+    stride_on,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
     SPLIT_K: tl.constexpr,
-    ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
+    ACTIVATION: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     dependent_launch_prologue(PDL)  # (6)!
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -199,7 +248,12 @@ def matmul_split_k_kernel(
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     mask = (rows < M)[:, None] & (cols < N)[None, :]
-    out_ptrs = out_ptr + split.to(tl.int64) * stride_os + rows.to(tl.int64)[:, None] * stride_om + cols.to(tl.int64)[None, :] * stride_on
+    out_ptrs = (
+        out_ptr
+        + split.to(tl.int64) * stride_os
+        + rows.to(tl.int64)[:, None] * stride_om
+        + cols.to(tl.int64)[None, :] * stride_on
+    )
     if SPLIT_K == 1:  # one slice: the partial sum is the answer
         tl.store(out_ptrs, activate(acc, ACTIVATION).to(out_ptr.dtype.element_ty), mask=mask)
     else:
@@ -207,8 +261,18 @@ def matmul_split_k_kernel(
 
 
 @triton.jit
-def split_k_reduce_kernel(partials_ptr, c_ptr, numel, N, stride_cm, stride_cn,
-                          SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr):
+def split_k_reduce_kernel(
+    partials_ptr,
+    c_ptr,
+    numel,
+    N,
+    stride_cm,
+    stride_cn,
+    SPLIT_K: tl.constexpr,
+    ACTIVATION: tl.constexpr,
+    BLOCK: tl.constexpr,
+    PDL: tl.constexpr,
+):
     dependent_launch_prologue(PDL)
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < numel
@@ -217,17 +281,33 @@ def split_k_reduce_kernel(partials_ptr, c_ptr, numel, N, stride_cm, stride_cn,
         total += tl.load(partials_ptr + split * numel + offsets, mask=mask, other=0.0)
     c_ptrs = c_ptr + offsets // N * stride_cm + offsets % N * stride_cn  # c may be a view of a wider matrix
     tl.store(c_ptrs, activate(total, ACTIVATION).to(c_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:split_k_kernel]
 
 
 # --8<-- [start:gemv_kernel]
 @triton.jit
 def matmul_gemv_kernel(
-    a_ptr, b_ptr, out_ptr,
-    M, N, K, K_PER_SPLIT,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_os, stride_om, stride_on,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    SPLIT_K: tl.constexpr, ACTIVATION: tl.constexpr,
+    a_ptr,
+    b_ptr,
+    out_ptr,
+    M,
+    N,
+    K,
+    K_PER_SPLIT,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_os,
+    stride_om,
+    stride_on,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    ACTIVATION: tl.constexpr,
 ):
     pid_n = tl.program_id(0)  # (1)!
     split = tl.program_id(1)
@@ -242,15 +322,25 @@ def matmul_gemv_kernel(
     for k_start in range(k_begin, k_end, BLOCK_K):
         kk = k_start + ks
         a = tl.load(a_rows + kk[None, :] * stride_ak, mask=(rows < M)[:, None] & (kk < k_end)[None, :], other=0.0)
-        w = tl.load(b_cols + kk.to(tl.int64)[:, None] * stride_bk,  # (2)!
-                    mask=(kk < k_end)[:, None] & (cols < N)[None, :], other=0.0)
+        w = tl.load(
+            b_cols + kk.to(tl.int64)[:, None] * stride_bk,  # (2)!
+            mask=(kk < k_end)[:, None] & (cols < N)[None, :],
+            other=0.0,
+        )
         acc += tl.sum(a.to(tl.float32)[:, :, None] * w.to(tl.float32)[None, :, :], axis=1)  # (3)!
     mask = (rows < M)[:, None] & (cols < N)[None, :]
-    out_ptrs = out_ptr + split.to(tl.int64) * stride_os + rows.to(tl.int64)[:, None] * stride_om + cols.to(tl.int64)[None, :] * stride_on
+    out_ptrs = (
+        out_ptr
+        + split.to(tl.int64) * stride_os
+        + rows.to(tl.int64)[:, None] * stride_om
+        + cols.to(tl.int64)[None, :] * stride_on
+    )
     if SPLIT_K == 1:
         tl.store(out_ptrs, activate(acc, ACTIVATION).to(out_ptr.dtype.element_ty), mask=mask)
     else:
         tl.store(out_ptrs, acc, mask=mask)  # the same fp32 partials and reduction pass as split-K
+
+
 # --8<-- [end:gemv_kernel]
 
 
@@ -262,16 +352,61 @@ SMALL_M = 16
 # The tuned tables: one row per shape class, so a tuning result is a one-line edit. Keys are the kernels'
 # meta-parameters.
 TILE_CONFIGS = {
-    "large": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_SIZE_M=8, num_warps=8, num_stages=3,
-                  EPILOGUE_SUBTILE=True, FLATTEN=True, WARP_SPECIALIZE=False),  # >= one 128x256 tile per SM
-    "medium": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_SIZE_M=8, num_warps=8, num_stages=4,
-                   EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # >= one 128x128 tile per SM
-    "small": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_SIZE_M=8, num_warps=4, num_stages=3,
-                  EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # fewer tiles than SMs
-    "few": dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_SIZE_M=8, num_warps=4, num_stages=5,
-                EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),  # 128x128 tiles fill < half the SMs
-    "fp32": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_SIZE_M=8, num_warps=8, num_stages=3,
-                 EPILOGUE_SUBTILE=False, FLATTEN=False, WARP_SPECIALIZE=False),
+    "large": dict(
+        BLOCK_M=128,
+        BLOCK_N=256,
+        BLOCK_K=64,
+        GROUP_SIZE_M=8,
+        num_warps=8,
+        num_stages=3,
+        EPILOGUE_SUBTILE=True,
+        FLATTEN=True,
+        WARP_SPECIALIZE=False,
+    ),  # >= one 128x256 tile per SM
+    "medium": dict(
+        BLOCK_M=128,
+        BLOCK_N=128,
+        BLOCK_K=64,
+        GROUP_SIZE_M=8,
+        num_warps=8,
+        num_stages=4,
+        EPILOGUE_SUBTILE=False,
+        FLATTEN=False,
+        WARP_SPECIALIZE=False,
+    ),  # >= one 128x128 tile per SM
+    "small": dict(
+        BLOCK_M=128,
+        BLOCK_N=128,
+        BLOCK_K=128,
+        GROUP_SIZE_M=8,
+        num_warps=4,
+        num_stages=3,
+        EPILOGUE_SUBTILE=False,
+        FLATTEN=False,
+        WARP_SPECIALIZE=False,
+    ),  # fewer tiles than SMs
+    "few": dict(
+        BLOCK_M=64,
+        BLOCK_N=64,
+        BLOCK_K=128,
+        GROUP_SIZE_M=8,
+        num_warps=4,
+        num_stages=5,
+        EPILOGUE_SUBTILE=False,
+        FLATTEN=False,
+        WARP_SPECIALIZE=False,
+    ),  # 128x128 tiles fill < half the SMs
+    "fp32": dict(
+        BLOCK_M=128,
+        BLOCK_N=128,
+        BLOCK_K=32,
+        GROUP_SIZE_M=8,
+        num_warps=8,
+        num_stages=3,
+        EPILOGUE_SUBTILE=False,
+        FLATTEN=False,
+        WARP_SPECIALIZE=False,
+    ),
 }
 SPLIT_K_CONFIGS = {  # BLOCK_N and SPLIT_K = 0: the launcher picks them (see split_k_config)
     "decode": dict(BLOCK_M=16, BLOCK_N=0, BLOCK_K=128, SPLIT_K=0, num_warps=4, num_stages=4, PDL=True),
@@ -296,8 +431,17 @@ matched or beat it at M = 1 on every decode weight row-major, and it lost at M =
 def tile_config(M: int, N: int, K: int, dtype: torch.dtype) -> dict:
     """Tile shape, warps, stages, grouping for the TMA and pointer kernels."""
     if INTERPRETED:  # (1)!
-        return {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_SIZE_M": 2, "num_warps": 4, "num_stages": 1,
-                "EPILOGUE_SUBTILE": True, "FLATTEN": False, "WARP_SPECIALIZE": False}
+        return {
+            "BLOCK_M": 32,
+            "BLOCK_N": 32,
+            "BLOCK_K": 32,
+            "GROUP_SIZE_M": 2,
+            "num_warps": 4,
+            "num_stages": 1,
+            "EPILOGUE_SUBTILE": True,
+            "FLATTEN": False,
+            "WARP_SPECIALIZE": False,
+        }
     return dict(TILE_CONFIGS[tile_class(M, N, dtype)])
 
 
@@ -349,6 +493,8 @@ def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict |
             split *= 2
         cfg["SPLIT_K"] = split
     return cfg
+
+
 # --8<-- [end:configs]
 
 
@@ -368,6 +514,8 @@ def _tma_layout(t: torch.Tensor) -> str | None:
     if t.stride(0) == 1 and (t.stride(1) * size) % 16 == 0:
         return "column"
     return None
+
+
 # --8<-- [end:tma_check]
 
 
@@ -426,11 +574,26 @@ def _launch_tma(a, b, c, activation, precision, cfg) -> None:
     c_desc = TensorDescriptor.from_tensor(c, [bm, bn // 2 if cfg["EPILOGUE_SUBTILE"] else bn])
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
     matmul_tma_kernel[(min(sm_count(), tiles),)](  # (3)!
-        a_desc, b_desc, c_desc, M, N, K,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"],
-        A_COLUMN_MAJOR=a_col, B_COLUMN_MAJOR=b_col, EPILOGUE_SUBTILE=cfg["EPILOGUE_SUBTILE"],
-        ACTIVATION=activation or "", INPUT_PRECISION=precision, UPCAST=INTERPRETED, FLATTEN=cfg["FLATTEN"],
-        WARP_SPECIALIZE=cfg.get("WARP_SPECIALIZE", False), num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        a_desc,
+        b_desc,
+        c_desc,
+        M,
+        N,
+        K,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        GROUP_SIZE_M=cfg["GROUP_SIZE_M"],
+        A_COLUMN_MAJOR=a_col,
+        B_COLUMN_MAJOR=b_col,
+        EPILOGUE_SUBTILE=cfg["EPILOGUE_SUBTILE"],
+        ACTIVATION=activation or "",
+        INPUT_PRECISION=precision,
+        UPCAST=INTERPRETED,
+        FLATTEN=cfg["FLATTEN"],
+        WARP_SPECIALIZE=cfg.get("WARP_SPECIALIZE", False),
+        num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"],
     )
 
 
@@ -439,10 +602,24 @@ def _launch_pointer(a, b, c, activation, precision, cfg, persistent: bool = True
     tiles = triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"])
     grid = (min(sm_count(), tiles) if persistent else tiles,)
     matmul_pointer_kernel[grid](
-        a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
-        BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], GROUP_SIZE_M=cfg["GROUP_SIZE_M"],
-        ACTIVATION=activation or "", INPUT_PRECISION=precision, UPCAST=INTERPRETED,
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        *a.stride(),
+        *b.stride(),
+        *c.stride(),
+        BLOCK_M=cfg["BLOCK_M"],
+        BLOCK_N=cfg["BLOCK_N"],
+        BLOCK_K=cfg["BLOCK_K"],
+        GROUP_SIZE_M=cfg["GROUP_SIZE_M"],
+        ACTIVATION=activation or "",
+        INPUT_PRECISION=precision,
+        UPCAST=INTERPRETED,
+        num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"],
     )
 
 
@@ -466,9 +643,18 @@ def _sum_slices(partials: torch.Tensor, c: torch.Tensor, activation, pdl: bool =
     """c = act(Σ partials): the second pass of split-K and of the GEMV's K slices."""
     split, M, N = partials.shape
     block = 1024
-    split_k_reduce_kernel[(triton.cdiv(M * N, block),)](partials, c, M * N, N, *c.stride(), SPLIT_K=split,
-                                                        ACTIVATION=activation or "", BLOCK=block, PDL=pdl,
-                                                        launch_pdl=pdl)
+    split_k_reduce_kernel[(triton.cdiv(M * N, block),)](
+        partials,
+        c,
+        M * N,
+        N,
+        *c.stride(),
+        SPLIT_K=split,
+        ACTIVATION=activation or "",
+        BLOCK=block,
+        PDL=pdl,
+        launch_pdl=pdl,
+    )
 
 
 def _launch_gemv(a, b, c, activation, cfg) -> None:
@@ -480,9 +666,23 @@ def _launch_gemv(a, b, c, activation, cfg) -> None:
     out_strides = (0, *c.stride()) if split == 1 else out.stride()
     grid = (triton.cdiv(N, cfg["BLOCK_N"]), split, triton.cdiv(M, cfg["BLOCK_M"]))
     matmul_gemv_kernel[grid](
-        a, b, out, M, N, K, k_per_split, *a.stride(), *b.stride(), *out_strides,
-        BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=bk, SPLIT_K=split, ACTIVATION=activation or "",
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        a,
+        b,
+        out,
+        M,
+        N,
+        K,
+        k_per_split,
+        *a.stride(),
+        *b.stride(),
+        *out_strides,
+        BLOCK_M=cfg["BLOCK_M"],
+        BLOCK_N=cfg["BLOCK_N"],
+        BLOCK_K=bk,
+        SPLIT_K=split,
+        ACTIVATION=activation or "",
+        num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"],
     )
     if split > 1:
         _sum_slices(out, c, activation)
@@ -498,10 +698,27 @@ def _launch_split_k(a, b, c, activation, precision, cfg) -> None:
     grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]), split)
     pdl = bool(cfg["PDL"]) and pdl_available()
     matmul_split_k_kernel[grid](
-        a, b, out, M, N, K, k_per_split, *a.stride(), *b.stride(), *out_strides,
-        BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=bk, SPLIT_K=split,
-        ACTIVATION=activation or "", INPUT_PRECISION=precision, UPCAST=INTERPRETED, PDL=pdl,
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], launch_pdl=pdl,
+        a,
+        b,
+        out,
+        M,
+        N,
+        K,
+        k_per_split,
+        *a.stride(),
+        *b.stride(),
+        *out_strides,
+        BLOCK_M=cfg["BLOCK_M"],
+        BLOCK_N=cfg["BLOCK_N"],
+        BLOCK_K=bk,
+        SPLIT_K=split,
+        ACTIVATION=activation or "",
+        INPUT_PRECISION=precision,
+        UPCAST=INTERPRETED,
+        PDL=pdl,
+        num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"],
+        launch_pdl=pdl,
     )
     if split > 1:  # (5)!
         _sum_slices(out, c, activation, pdl)
@@ -557,6 +774,8 @@ def matmul(
     else:
         _launch_pointer(a, b, c, activation, precision, {**tile_config(M, N, K, a.dtype), **(config or {})})
     return c
+
+
 # --8<-- [end:launcher]
 
 
@@ -574,6 +793,8 @@ def roofline_tflops(M: int, N: int, K: int, peak_tflops: float, bandwidth_gbps: 
 def tile_intensity(block_m: int, block_n: int, element_size: int = 2) -> float:
     """FLOPs per byte a tile loads from memory per K step: 2·BM·BN·BK / ((BM + BN)·BK·size)."""
     return 2 * block_m * block_n / ((block_m + block_n) * element_size)
+
+
 # --8<-- [end:roofline]
 
 
@@ -586,9 +807,15 @@ if __name__ == "__main__":
     ]
     for (M, N, K), dtype, b_layout, act in cases:
         a = torch.randn(M, K, device=DEVICE).to(dtype)
-        b = torch.randn(K, N, device=DEVICE).to(dtype) if b_layout == "row" else torch.randn(N, K, device=DEVICE).to(dtype).T
+        b = (
+            torch.randn(K, N, device=DEVICE).to(dtype)
+            if b_layout == "row"
+            else torch.randn(N, K, device=DEVICE).to(dtype).T
+        )
         expected = apply_activation(a.double() @ b.double(), act)
         c = matmul(a, b, act)
         error = ((c.double() - expected).norm() / expected.norm()).item()
-        print(f"matmul {M}×{N}×{K} {dtype} b {b_layout}-major {act} via {choose_path(M, N, K, a, b)}: error {error:.1e}")
+        print(
+            f"matmul {M}×{N}×{K} {dtype} b {b_layout}-major {act} via {choose_path(M, N, K, a, b)}: error {error:.1e}"
+        )
         assert error < (1e-5 if dtype == torch.float32 else 1e-2)

@@ -19,12 +19,13 @@ and ``pipelined`` wrap this chapter's pointer kernel; ``persistent`` and
 
 from __future__ import annotations
 
+from academy import INTERPRETED
+from academy.tma import tma_available
+
 import torch
 import triton
 import triton.language as tl
 
-from academy import INTERPRETED
-from academy.tma import tma_available
 from examples.matmul.kernel import (
     _check_inputs,
     _tma_layout,
@@ -44,9 +45,21 @@ def _prepare(a, b, activation):
 # --8<-- [start:naive]
 @triton.jit
 def naive_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ACTIVATION: tl.constexpr,
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    ACTIVATION: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -66,9 +79,24 @@ def matmul_naive(a: torch.Tensor, b: torch.Tensor, activation: str | None = None
     if c.numel():
         block = 32 if INTERPRETED else 64
         grid = (triton.cdiv(M, block), triton.cdiv(N, block))
-        naive_kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
-                           BLOCK_M=block, BLOCK_N=block, ACTIVATION=activation or "", num_warps=4)
+        naive_kernel[grid](
+            a,
+            b,
+            c,
+            M,
+            N,
+            K,
+            *a.stride(),
+            *b.stride(),
+            *c.stride(),
+            BLOCK_M=block,
+            BLOCK_N=block,
+            ACTIVATION=activation or "",
+            num_warps=4,
+        )
     return c
+
+
 # --8<-- [end:naive]
 
 
@@ -92,13 +120,17 @@ def matmul_k_loop(a: torch.Tensor, b: torch.Tensor, activation: str | None = Non
 def matmul_grouped(a: torch.Tensor, b: torch.Tensor, activation: str | None = None) -> torch.Tensor:
     """Stage 3: the same kernel, tiles dealt out in groups of 8 tile rows."""
     return _tutorial(a, b, activation, group_size_m=8)
+
+
 # --8<-- [end:tutorial_stages]
 
 
 # --8<-- [start:autotuned]
 def _configs(stages: tuple[int, ...]) -> list[triton.Config]:
     if INTERPRETED:  # one config: the autotuner launches it without timing anything
-        return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_SIZE_M": 2}, num_warps=4, num_stages=1)]
+        return [
+            triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_SIZE_M": 2}, num_warps=4, num_stages=1)
+        ]
     shapes = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps)
         (128, 256, 64, 8),  # (1)!
         (128, 128, 64, 8),
@@ -107,7 +139,8 @@ def _configs(stages: tuple[int, ...]) -> list[triton.Config]:
     ]
     return [
         triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_SIZE_M": 8}, num_warps=w, num_stages=s)
-        for bm, bn, bk, w in shapes for s in stages
+        for bm, bn, bk, w in shapes
+        for s in stages
     ]
 
 
@@ -115,18 +148,23 @@ def _fits(configs, named_args, **kwargs):
     """Drop configs whose pipelined A and B tiles overflow shared memory (≈ 227 KiB on an H100)."""
     size = named_args["a_ptr"].element_size()
     kept = [
-        c for c in configs
+        c
+        for c in configs
         if c.num_stages * (c.kwargs["BLOCK_M"] + c.kwargs["BLOCK_N"]) * c.kwargs["BLOCK_K"] * size <= 200 * 1024
     ]
     return kept or configs[-1:]
 
 
 autotuned_kernel = triton.autotune(  # (3)!
-    configs=_configs(stages=(1,)), key=["M", "N", "K"], prune_configs_by={"early_config_prune": _fits},
+    configs=_configs(stages=(1,)),
+    key=["M", "N", "K"],
+    prune_configs_by={"early_config_prune": _fits},
 )(matmul_pointer_kernel)
 
 pipelined_kernel = triton.autotune(
-    configs=_configs(stages=(3, 4)), key=["M", "N", "K"], prune_configs_by={"early_config_prune": _fits},  # (4)!
+    configs=_configs(stages=(3, 4)),
+    key=["M", "N", "K"],
+    prune_configs_by={"early_config_prune": _fits},  # (4)!
 )(matmul_pointer_kernel)
 
 
@@ -141,8 +179,20 @@ def _autotuned(kernel, a, b, activation):
         return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
     precision = "ieee" if (INTERPRETED or a.dtype == torch.float32) else None
-    kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
-                 ACTIVATION=activation or "", INPUT_PRECISION=precision, UPCAST=INTERPRETED)
+    kernel[grid](
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        *a.stride(),
+        *b.stride(),
+        *c.stride(),
+        ACTIVATION=activation or "",
+        INPUT_PRECISION=precision,
+        UPCAST=INTERPRETED,
+    )
     return c
 
 
@@ -154,6 +204,8 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, activation: str | None = 
 def matmul_pipelined(a: torch.Tensor, b: torch.Tensor, activation: str | None = None) -> torch.Tensor:
     """Stage 5: the same search with 3 or 4 stages of loads in flight."""
     return _autotuned(pipelined_kernel, a, b, activation)
+
+
 # --8<-- [end:autotuned]
 
 
@@ -168,6 +220,8 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, activation: str | None =
 def matmul_split_k(a: torch.Tensor, b: torch.Tensor, activation: str | None = None) -> torch.Tensor:
     """Stage 7: split-K, whatever the shape (the final op uses it only for small M)."""
     return matmul(a, b, activation, path="split_k")
+
+
 # --8<-- [end:late_stages]
 
 

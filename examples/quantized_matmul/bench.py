@@ -26,13 +26,19 @@ from __future__ import annotations
 
 import weakref
 
-import torch
-
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+
 from examples.quantized_matmul.exercises import dequantize_to
 from examples.quantized_matmul.kernel import (
-    QuantizedWeight, decode_bytes, dequantize, quantize, quantized_matmul, unpack,
+    QuantizedWeight,
+    decode_bytes,
+    dequantize,
+    quantize,
+    quantized_matmul,
+    unpack,
 )
 
 WEIGHTS = ((8192, 8192), (4096, 14336))  # (K, N)
@@ -53,8 +59,9 @@ def make_inputs(case: Case, device: str) -> tuple[torch.Tensor, ...]:
 def as_packed(data, scales, zeros, dense) -> QuantizedWeight:
     """The bench's tensors back in a QuantizedWeight (bits and group size follow from the shapes)."""
     N, K = dense.shape
-    return QuantizedWeight(data, scales, zeros, bits=32 * data.shape[0] // K, group_size=K // scales.shape[0],
-                           shape=(N, K))
+    return QuantizedWeight(
+        data, scales, zeros, bits=32 * data.shape[0] // K, group_size=K // scales.shape[0], shape=(N, K)
+    )
 
 
 def reference(x, data, scales, zeros, dense) -> torch.Tensor:
@@ -69,12 +76,15 @@ def work(case: Case) -> float:
     if case.metric == "compute":
         return 2.0 * M * N * K
     return float(decode_bytes(M, N, K, bits, group))
+
+
 # --8<-- [end:work]
 
 
 def ours(path: str = "auto", config: dict | None = None):
     def op(x, data, scales, zeros, dense):
         return quantized_matmul(x, as_packed(data, scales, zeros, dense), path=path, config=config)
+
     return op
 
 
@@ -103,8 +113,14 @@ def gemlite_peer():
         if hit is None or hit[0]() is not data:  # a freed tensor's address may be reused
             packed = as_packed(data, scales, zeros, dense)
             (N, K), dtype = packed.shape, {torch.float16: DType.FP16, torch.bfloat16: DType.BF16}[x.dtype]
-            layer = GemLiteLinear(packed.bits, group_size=packed.group_size, in_features=K, out_features=N,
-                                  input_dtype=dtype, output_dtype=dtype)
+            layer = GemLiteLinear(
+                packed.bits,
+                group_size=packed.group_size,
+                in_features=K,
+                out_features=N,
+                input_dtype=dtype,
+                output_dtype=dtype,
+            )
             codes = unpack(data, packed.bits).to(torch.uint8).contiguous()  # (N, K), GemLite packs them its own way
             layer.pack(codes, scales.T.contiguous(), zeros.T.contiguous(), None)  # w = (q − z)·s, as ours
             hit = layers[data.data_ptr()] = (weakref.ref(data), layer)
@@ -121,11 +137,15 @@ def _sweeps() -> list[Sweep]:
                 ("decode", DECODE_M, "bandwidth", ["academy:gemv", "academy:dot", "academy:dot_unsplit"]),
                 ("prefill", PREFILL_M, "compute", ["academy:dot", "academy:slab", "academy:dequant_cublas"]),
             ):
-                sweeps.append(Sweep(
-                    f"int{bits} {kind} K={K}", x="M",
-                    shapes=[{"M": m, "N": N, "K": K, "bits": bits, "group": GROUP} for m in ms],
-                    metric=metric, providers=["academy", "cublas", "gemlite", *variants],
-                ))
+                sweeps.append(
+                    Sweep(
+                        f"int{bits} {kind} K={K}",
+                        x="M",
+                        shapes=[{"M": m, "N": N, "K": K, "bits": bits, "group": GROUP} for m in ms],
+                        metric=metric,
+                        providers=["academy", "cublas", "gemlite", *variants],
+                    )
+                )
     return sweeps
 
 

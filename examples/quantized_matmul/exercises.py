@@ -11,13 +11,18 @@
 
 from __future__ import annotations
 
+from academy import INTERPRETED
+
 import torch
 import triton
 import triton.language as tl
 
-from academy import INTERPRETED
 from examples.quantized_matmul.kernel import (
-    QuantizedWeight, _check_inputs, dequantize_columns, dequantize_tile, slab_config,
+    QuantizedWeight,
+    _check_inputs,
+    dequantize_columns,
+    dequantize_tile,
+    slab_config,
 )
 
 
@@ -26,15 +31,30 @@ def locate(k: int, bits: int) -> tuple[int, int]:
     """(word, bit) of code ``k`` in a packed row: word ``k // eps``, bit ``(k % eps)·bits``."""
     eps = 32 // bits
     return k // eps, (k % eps) * bits
+
+
 # --8<-- [end:locate]
 
 
 # --8<-- [start:split_k_atomic]
 @triton.jit
 def qmm_atomic_kernel(
-    x_ptr, data_ptr, s_ptr, z_ptr, acc_ptr, M, N, K, K_PER_SPLIT, stride_xm,
-    BITS: tl.constexpr, GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr, UPCAST: tl.constexpr,
+    x_ptr,
+    data_ptr,
+    s_ptr,
+    z_ptr,
+    acc_ptr,
+    M,
+    N,
+    K,
+    K_PER_SPLIT,
+    stride_xm,
+    BITS: tl.constexpr,
+    GROUP: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):
     EPS: tl.constexpr = 32 // BITS
     WORDS: tl.constexpr = BLOCK_K // EPS
@@ -47,10 +67,16 @@ def qmm_atomic_kernel(
     words = tl.arange(0, WORDS)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k_start in range(k_begin, k_end, BLOCK_K):
-        packed = tl.load(data_ptr + (k_start // EPS + words).to(tl.int64)[:, None] * N + safe_cols[None, :],
-                         mask=(k_start + words * EPS < k_end)[:, None], other=0)
-        x = tl.load(x_ptr + (rows % M).to(tl.int64)[:, None] * stride_xm + (k_start + ks)[None, :],
-                    mask=(k_start + ks < k_end)[None, :], other=0.0)
+        packed = tl.load(
+            data_ptr + (k_start // EPS + words).to(tl.int64)[:, None] * N + safe_cols[None, :],
+            mask=(k_start + words * EPS < k_end)[:, None],
+            other=0,
+        )
+        x = tl.load(
+            x_ptr + (rows % M).to(tl.int64)[:, None] * stride_xm + (k_start + ks)[None, :],
+            mask=(k_start + ks < k_end)[None, :],
+            other=0.0,
+        )
         meta = tl.cast(k_start // GROUP, tl.int64) * N + safe_cols  # (K/g)·N may pass 2**31
         s = tl.load(s_ptr + meta).to(tl.float32)
         z = tl.load(z_ptr + meta).to(tl.float32)
@@ -75,10 +101,27 @@ def quantized_matmul_atomic(x: torch.Tensor, packed: QuantizedWeight, split_k: i
     block_k = 32 if INTERPRETED or packed.per_channel else min(128, packed.group_size)
     k_per_split = triton.cdiv(triton.cdiv(K, split_k), block_k) * block_k
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n), triton.cdiv(K, k_per_split))
-    qmm_atomic_kernel[grid](x, packed.data, packed.scales, packed.zeros, acc, M, N, K, k_per_split, x.stride(0),
-                            BITS=packed.bits, GROUP=packed.group_size, BLOCK_M=block_m, BLOCK_N=block_n,
-                            BLOCK_K=block_k, UPCAST=INTERPRETED)
+    qmm_atomic_kernel[grid](
+        x,
+        packed.data,
+        packed.scales,
+        packed.zeros,
+        acc,
+        M,
+        N,
+        K,
+        k_per_split,
+        x.stride(0),
+        BITS=packed.bits,
+        GROUP=packed.group_size,
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        BLOCK_K=block_k,
+        UPCAST=INTERPRETED,
+    )
     return acc.to(x.dtype)
+
+
 # --8<-- [end:split_k_atomic]
 
 
@@ -93,4 +136,6 @@ def dequantize_to(packed: QuantizedWeight, dtype: torch.dtype = torch.float16) -
     out = torch.empty((K, N), dtype=dtype, device=packed.data.device)
     dequantize_columns(packed, 0, out, slab_config(N, K, out.element_size(), packed))
     return out.T
+
+
 # --8<-- [end:dequantize_kernel]

@@ -39,13 +39,18 @@ def half2_fma(a, b, c, DT: tl.constexpr, INTERPRETED: tl.constexpr):
     """``a·b + c`` on both ``DT`` halves of int32 words, rounded once (``fma.rn.{f16x2,bf16x2}``).
     The emulation is exact where the fp32 ``a·b + c`` is exact before its rounding, as in every use here."""
     if INTERPRETED:
-        return pack_half2(_low_half(a, DT) * _low_half(b, DT) + _low_half(c, DT),
-                          _high_half(a, DT) * _high_half(b, DT) + _high_half(c, DT), DT)
+        return pack_half2(
+            _low_half(a, DT) * _low_half(b, DT) + _low_half(c, DT),
+            _high_half(a, DT) * _high_half(b, DT) + _high_half(c, DT),
+            DT,
+        )
     if DT == tl.float16:
-        return tl.inline_asm_elementwise("fma.rn.f16x2 $0, $1, $2, $3;", "=r,r,r,r", [a, b, c],
-                                         dtype=tl.int32, is_pure=True, pack=1)
-    return tl.inline_asm_elementwise("fma.rn.bf16x2 $0, $1, $2, $3;", "=r,r,r,r", [a, b, c],
-                                     dtype=tl.int32, is_pure=True, pack=1)
+        return tl.inline_asm_elementwise(
+            "fma.rn.f16x2 $0, $1, $2, $3;", "=r,r,r,r", [a, b, c], dtype=tl.int32, is_pure=True, pack=1
+        )
+    return tl.inline_asm_elementwise(
+        "fma.rn.bf16x2 $0, $1, $2, $3;", "=r,r,r,r", [a, b, c], dtype=tl.int32, is_pure=True, pack=1
+    )
 
 
 @triton.jit
@@ -59,6 +64,9 @@ def byte_permute(a, b, selector, INTERPRETED: tl.constexpr):
             source = tl.where(pick >= 4, b, a)
             result = result | (((source >> (8 * (pick & 3))) & 0xFF) << (8 * j))
         return result
-    return tl.inline_asm_elementwise("prmt.b32 $0, $1, $2, $3;", "=r,r,r,r", [a, b, selector],
-                                     dtype=tl.int32, is_pure=True, pack=1)
+    return tl.inline_asm_elementwise(
+        "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r", [a, b, selector], dtype=tl.int32, is_pure=True, pack=1
+    )
+
+
 # --8<-- [end:half2]

@@ -42,13 +42,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from academy import DEVICE, INTERPRETED
+from academy.grid import sm_count
+from academy.validation import check_tensor
+
 import torch
 import triton
 import triton.language as tl
 
-from academy import DEVICE, INTERPRETED
-from academy.grid import sm_count
-from academy.validation import check_tensor
 from examples.matmul.kernel import matmul
 from examples.quantized_matmul.split_k import k_slices, pick_split, slice_outputs, sum_slices
 from examples.quantized_matmul.swap_ab import swap_ab_config, swap_ab_matmul
@@ -93,13 +94,16 @@ class QuantizedWeight:
     def nbytes(self) -> int:
         """What a matmul reads for the weight: packed codes, scales and zeros."""
         return sum(t.numel() * t.element_size() for t in (self.data, self.scales, self.zeros))
+
+
 # --8<-- [end:packed_weight]
 
 
 def _check_quantize_args(w, bits, group_size) -> int:
     if not isinstance(w, torch.Tensor) or w.dtype not in WEIGHT_DTYPES:
-        raise TypeError(f"w must be a float tensor of dtype {WEIGHT_DTYPES}, got "
-                        f"{getattr(w, 'dtype', type(w).__name__)}")
+        raise TypeError(
+            f"w must be a float tensor of dtype {WEIGHT_DTYPES}, got {getattr(w, 'dtype', type(w).__name__)}"
+        )
     if w.dim() != 2 or w.numel() == 0:
         raise ValueError(f"w must be a non-empty 2-D (N, K) weight, got shape {tuple(w.shape)}")
     if isinstance(bits, bool) or bits not in BITS:
@@ -113,10 +117,14 @@ def _check_quantize_args(w, bits, group_size) -> int:
     if isinstance(group_size, bool) or not isinstance(group_size, int):
         raise TypeError(f"group_size must be an int, None or -1, got {group_size!r}")
     if group_size < MIN_GROUP or group_size & (group_size - 1):
-        raise ValueError(f"group_size must be a power of two >= {MIN_GROUP} (or None/-1 for per channel), got {group_size}")
+        raise ValueError(
+            f"group_size must be a power of two >= {MIN_GROUP} (or None/-1 for per channel), got {group_size}"
+        )
     if K % group_size:
-        raise ValueError(f"K = {K} is not a multiple of group_size = {group_size}: "
-                         f"pad the weight's K or pick a group size that divides it")
+        raise ValueError(
+            f"K = {K} is not a multiple of group_size = {group_size}: "
+            f"pad the weight's K or pick a group size that divides it"
+        )
     return group_size
 
 
@@ -184,6 +192,8 @@ def dequantize(packed: QuantizedWeight) -> torch.Tensor:
     q = unpack(packed.data, packed.bits).float().reshape(N, K // packed.group_size, packed.group_size)
     w = (q - packed.zeros.T.float()[..., None]) * packed.scales.T.float()[..., None]
     return w.reshape(N, K)
+
+
 # --8<-- [end:quantize]
 
 
@@ -191,6 +201,8 @@ def dequantize(packed: QuantizedWeight) -> torch.Tensor:
 def reference(x: torch.Tensor, packed: QuantizedWeight) -> torch.Tensor:
     """``x @ dequantize(packed).T`` by PyTorch in fp32, returned in ``x``'s dtype."""
     return (x.float() @ dequantize(packed).to(x.device).T).to(x.dtype)
+
+
 # --8<-- [end:reference]
 
 
@@ -208,17 +220,35 @@ def dequantize_tile(packed, s, z, BITS: tl.constexpr):
     v = (q | 0x4B000000).to(tl.float32, bitcast=True)  # (2)!
     w = v - (z + 8388608.0)[None, None, :]  # (3)!
     return w * s[None, None, :]  # (4)!
+
+
 # --8<-- [end:unpack_tile]
 
 
 # --8<-- [start:gemv_kernel]
 @triton.jit
 def qgemv_kernel(
-    x_ptr, data_ptr, s_ptr, z_ptr, out_ptr,
-    M, N, K, K_PER_SPLIT,
-    stride_xm, stride_dk, stride_sg, stride_os, stride_om,
-    BITS: tl.constexpr, GROUP: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr,
+    x_ptr,
+    data_ptr,
+    s_ptr,
+    z_ptr,
+    out_ptr,
+    M,
+    N,
+    K,
+    K_PER_SPLIT,
+    stride_xm,
+    stride_dk,
+    stride_sg,
+    stride_os,
+    stride_om,
+    BITS: tl.constexpr,
+    GROUP: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    EVEN_N: tl.constexpr,
 ):
     EPS: tl.constexpr = 32 // BITS
     HALF: tl.constexpr = EPS // 2  # codes per 16-bit half of a word
@@ -268,14 +298,27 @@ def qgemv_kernel(
         tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=cols < N)
     else:
         tl.store(out_ptrs, y, mask=cols < N)
+
+
 # --8<-- [end:gemv_kernel]
 
 
 # --8<-- [start:slab_kernel]
 @triton.jit
 def dequantize_columns_kernel(
-    data_ptr, s_ptr, z_ptr, out_ptr, N, K, first_col, n_cols, stride_ok,
-    BITS: tl.constexpr, GROUP: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    data_ptr,
+    s_ptr,
+    z_ptr,
+    out_ptr,
+    N,
+    K,
+    first_col,
+    n_cols,
+    stride_ok,
+    BITS: tl.constexpr,
+    GROUP: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     """Columns ``[first_col, first_col + n_cols)`` of ``dequantize(W)ᵀ`` into ``out`` (K, n_cols), row stride
     ``stride_ok``: a slab of the (K, N) matrix that the tensor-core matmul reads as its row-major B operand."""
@@ -286,15 +329,23 @@ def dequantize_columns_kernel(
     words = tl.arange(0, WORDS)
     in_slab = cols < n_cols
     src_cols = first_col + cols
-    packed = tl.load(data_ptr + (k_start // EPS + words).to(tl.int64)[:, None] * N + src_cols[None, :],
-                     mask=(k_start + words * EPS < K)[:, None] & in_slab[None, :], other=0)  # (1)!
+    packed = tl.load(
+        data_ptr + (k_start // EPS + words).to(tl.int64)[:, None] * N + src_cols[None, :],
+        mask=(k_start + words * EPS < K)[:, None] & in_slab[None, :],
+        other=0,
+    )  # (1)!
     meta = (k_start // GROUP).to(tl.int64) * N + src_cols  # one group per K step: BLOCK_K <= GROUP
     s = tl.load(s_ptr + meta, mask=in_slab, other=1.0).to(tl.float32)
     z = tl.load(z_ptr + meta, mask=in_slab, other=0.0).to(tl.float32)
     w = tl.reshape(dequantize_tile(packed, s, z, BITS), (BLOCK_K, BLOCK_N))  # row k = word·EPS + e
     ks = k_start + tl.arange(0, BLOCK_K)
-    tl.store(out_ptr + ks.to(tl.int64)[:, None] * stride_ok + cols[None, :], w.to(out_ptr.dtype.element_ty),
-             mask=(ks < K)[:, None] & in_slab[None, :])  # (2)!
+    tl.store(
+        out_ptr + ks.to(tl.int64)[:, None] * stride_ok + cols[None, :],
+        w.to(out_ptr.dtype.element_ty),
+        mask=(ks < K)[:, None] & in_slab[None, :],
+    )  # (2)!
+
+
 # --8<-- [end:slab_kernel]
 
 
@@ -350,6 +401,8 @@ def gemv_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict
     if cfg["PROGRAMS_PER_SM"] == 0:
         cfg["PROGRAMS_PER_SM"] = GEMV_WARPS_PER_SM // cfg["num_warps"]
     return pick_split(cfg, columns, K)
+
+
 # --8<-- [end:configs]
 
 
@@ -370,8 +423,10 @@ def _check_inputs(x, packed, path) -> None:
         if not t.is_contiguous():
             raise ValueError(f"packed.{name} must be contiguous")
     if packed.data.dtype != torch.int32 or packed.data.shape != (K // packed.elements_per_sample, N):
-        raise ValueError(f"packed.data must be int32 {(K // packed.elements_per_sample, N)}, "
-                         f"got {packed.data.dtype} {tuple(packed.data.shape)}")
+        raise ValueError(
+            f"packed.data must be int32 {(K // packed.elements_per_sample, N)}, "
+            f"got {packed.data.dtype} {tuple(packed.data.shape)}"
+        )
     if packed.scales.shape != (K // packed.group_size, N) or packed.zeros.shape != packed.scales.shape:
         raise ValueError(f"scales and zeros must be {(K // packed.group_size, N)}")
     if path not in PATHS:
@@ -392,8 +447,19 @@ def dequantize_columns(packed: QuantizedWeight, first: int, out: torch.Tensor, c
     """``out`` (K, c) = ``dequantize(W)[first:first + c].T`` in ``out``'s dtype (row stride free)."""
     (N, K), cols = packed.shape, out.shape[1]
     dequantize_columns_kernel[(triton.cdiv(cols, cfg["BLOCK_N"]), triton.cdiv(K, cfg["BLOCK_K"]))](
-        packed.data, packed.scales, packed.zeros, out, N, K, first, cols, out.stride(0),
-        BITS=packed.bits, GROUP=packed.group_size, BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"],
+        packed.data,
+        packed.scales,
+        packed.zeros,
+        out,
+        N,
+        K,
+        first,
+        cols,
+        out.stride(0),
+        BITS=packed.bits,
+        GROUP=packed.group_size,
+        BLOCK_N=cfg["BLOCK_N"],
+        BLOCK_K=cfg["BLOCK_K"],
         num_warps=cfg["num_warps"],
     )
 
@@ -406,11 +472,12 @@ def _matmul_by_slabs(x: torch.Tensor, packed: QuantizedWeight, out: torch.Tensor
     for first in range(0, N, width):
         cols = min(width, N - first)
         dequantize_columns(packed, first, slab[:, :cols], cfg)
-        matmul(x, slab[:, :cols], out=out[:, first:first + cols])  # this slab's block of columns
+        matmul(x, slab[:, :cols], out=out[:, first : first + cols])  # this slab's block of columns
 
 
-def quantized_matmul(x: torch.Tensor, packed: QuantizedWeight, *, path: str = "auto",
-                     config: dict | None = None) -> torch.Tensor:
+def quantized_matmul(
+    x: torch.Tensor, packed: QuantizedWeight, *, path: str = "auto", config: dict | None = None
+) -> torch.Tensor:
     """``x @ dequantize(packed).T`` for fp16/bf16 ``x`` (M, K): a new (M, N) tensor in ``x``'s dtype.
 
     ``path``: ``"auto"`` (:func:`choose_path`), ``"gemv"``, ``"dot"`` or
@@ -440,17 +507,39 @@ def _gemv(x: torch.Tensor, packed: QuantizedWeight, out: torch.Tensor, cfg: dict
     """``out = x @ dequantize(packed).T`` by :func:`qgemv_kernel`, one program per row and column block."""
     (M, K), N = x.shape, packed.shape[0]
     if M > MAX_GEMV_ROWS:
-        raise ValueError(f"the GEMV takes at most {MAX_GEMV_ROWS} rows (one program per row), got M = {M}: "
-                         f"use path='dot' or 'auto'")
+        raise ValueError(
+            f"the GEMV takes at most {MAX_GEMV_ROWS} rows (one program per row), got M = {M}: use path='dot' or 'auto'"
+        )
     k_per_split, split = k_slices(K, cfg["BLOCK_K"], cfg["SPLIT_K"])
     partials = slice_outputs(out, split)  # (3)!
     qgemv_kernel[(triton.cdiv(N, cfg["BLOCK_N"]), split, M)](
-        x, packed.data, packed.scales, packed.zeros, partials, M, N, K, k_per_split, x.stride(0), N, N, M * N, N,
-        BITS=packed.bits, GROUP=packed.group_size, BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], SPLIT_K=split,
-        EVEN_K=K % cfg["BLOCK_K"] == 0, EVEN_N=N % cfg["BLOCK_N"] == 0,
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        x,
+        packed.data,
+        packed.scales,
+        packed.zeros,
+        partials,
+        M,
+        N,
+        K,
+        k_per_split,
+        x.stride(0),
+        N,
+        N,
+        M * N,
+        N,
+        BITS=packed.bits,
+        GROUP=packed.group_size,
+        BLOCK_N=cfg["BLOCK_N"],
+        BLOCK_K=cfg["BLOCK_K"],
+        SPLIT_K=split,
+        EVEN_K=K % cfg["BLOCK_K"] == 0,
+        EVEN_N=N % cfg["BLOCK_N"] == 0,
+        num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"],
     )
     sum_slices(partials, out)  # (4)!
+
+
 # --8<-- [end:launcher]
 
 
@@ -489,6 +578,8 @@ def quantization_error_rms(x: torch.Tensor, packed: QuantizedWeight) -> torch.Te
     sqrt(Σ_k x_k² s_k² / 12), which grows as √K."""
     step2 = (packed.scales.double() ** 2).repeat_interleave(packed.group_size, dim=0).to(x.device)
     return torch.sqrt((x.double() ** 2) @ step2 / 12)
+
+
 # --8<-- [end:error_bound]
 
 
@@ -502,6 +593,8 @@ def speedup_bound(M: int, N: int, K: int, bits: int, group_size: int) -> float:
     """How much faster a memory-bound call can be than with fp16 weights: the ratio of the bytes."""
     fp16_bytes = N * K * 2 + (M * K + M * N) * 2
     return fp16_bytes / decode_bytes(M, N, K, bits, group_size)
+
+
 # --8<-- [end:roofline]
 
 

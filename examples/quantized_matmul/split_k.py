@@ -10,11 +10,11 @@ depend on which slice finishes first (atomics would: see the exercises).
 
 from __future__ import annotations
 
+from academy.grid import sm_count
+
 import torch
 import triton
 import triton.language as tl
-
-from academy.grid import sm_count
 
 MIN_STEPS_PER_SLICE = 4
 """A slice shorter than this spends more on its start and its partial sums than it saves."""
@@ -42,6 +42,8 @@ def slice_outputs(out: torch.Tensor, split: int) -> torch.Tensor:
     if split == 1:
         return out
     return torch.empty((split, *out.shape), dtype=torch.float32, device=out.device)
+
+
 # --8<-- [end:pick_split]
 
 
@@ -65,4 +67,6 @@ def sum_slices(partials: torch.Tensor, out: torch.Tensor, block: int = 1024) -> 
         return
     split, numel = partials.shape[0], out.numel()
     split_k_sum_kernel[(triton.cdiv(numel, block),)](partials, out, numel, SPLIT_K=split, BLOCK=block)
+
+
 # --8<-- [end:sum_slices]

@@ -30,11 +30,12 @@ exact).
 
 from __future__ import annotations
 
+from academy import INTERPRETED
+
 import torch
 import triton
 import triton.language as tl
 
-from academy import INTERPRETED
 from examples.quantized_matmul.half_pairs import byte_permute, half2_fma, pack_half2
 from examples.quantized_matmul.split_k import k_slices, pick_split, slice_outputs, sum_slices
 from examples.tiled_matmul.kernel import grouped_tile
@@ -51,8 +52,17 @@ MINUS_ZEROS = tl.constexpr(-0x7FFF8000)
 
 # --8<-- [start:natural_pairs]
 @triton.jit
-def natural_pairs(words, s, z, BITS: tl.constexpr, BLOCK_K: tl.constexpr, SCALE: tl.constexpr,
-                  DT: tl.constexpr, HALF_MATH: tl.constexpr, INTERPRETED: tl.constexpr):
+def natural_pairs(
+    words,
+    s,
+    z,
+    BITS: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SCALE: tl.constexpr,
+    DT: tl.constexpr,
+    HALF_MATH: tl.constexpr,
+    INTERPRETED: tl.constexpr,
+):
     """Words (C, W) → weights (C, BLOCK_K) in ``DT``, ``(q − z)·s`` (or ``q − z`` without ``SCALE``),
     k in natural order: register i of a word holds codes 2i and 2i + 1."""
     EPS: tl.constexpr = 32 // BITS
@@ -87,11 +97,14 @@ def natural_pairs(words, s, z, BITS: tl.constexpr, BLOCK_K: tl.constexpr, SCALE:
         offset = pack_half2(-(z + 1024.0), -(z + 1024.0), DT)
     weights = half2_fma(both, factor, offset[:, None, None], DT, INTERPRETED)  # (5)!
     if SCALE:
-        weights = half2_fma(weights, pack_half2(s, s, DT)[:, None, None], tl.full((C, 1, 1), MINUS_ZEROS, tl.int32),
-                            DT, INTERPRETED)  # (6)!
+        weights = half2_fma(
+            weights, pack_half2(s, s, DT)[:, None, None], tl.full((C, 1, 1), MINUS_ZEROS, tl.int32), DT, INTERPRETED
+        )  # (6)!
     low = weights.to(tl.int16)
     high = (weights >> 16).to(tl.int16)
     return tl.reshape(tl.join(low, high), (C, BLOCK_K)).to(DT, bitcast=True)  # (7)!
+
+
 # --8<-- [end:natural_pairs]
 
 
@@ -106,12 +119,31 @@ def _product(w, x, acc, INTERPRETED: tl.constexpr):
 # --8<-- [start:swap_ab_kernel]
 @triton.jit
 def qmm_swap_ab_kernel(
-    x_ptr, data_ptr, s_ptr, z_ptr, out_ptr,
-    M, N, K, K_PER_SPLIT, stride_xm, stride_os, stride_om,
-    BITS: tl.constexpr, GROUP: tl.constexpr, PER_CHANNEL: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_SIZE: tl.constexpr, RASTER_M: tl.constexpr, SPLIT_K: tl.constexpr, SCALE_AFTER: tl.constexpr,
-    HALF_MATH: tl.constexpr, EVEN_K: tl.constexpr, INTERPRETED: tl.constexpr,
+    x_ptr,
+    data_ptr,
+    s_ptr,
+    z_ptr,
+    out_ptr,
+    M,
+    N,
+    K,
+    K_PER_SPLIT,
+    stride_xm,
+    stride_os,
+    stride_om,
+    BITS: tl.constexpr,
+    GROUP: tl.constexpr,
+    PER_CHANNEL: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_SIZE: tl.constexpr,
+    RASTER_M: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    SCALE_AFTER: tl.constexpr,
+    HALF_MATH: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    INTERPRETED: tl.constexpr,
 ):
     EPS: tl.constexpr = 32 // BITS
     WORDS: tl.constexpr = BLOCK_K // EPS
@@ -151,8 +183,17 @@ def qmm_swap_ab_kernel(
             meta = next_group.to(tl.int64) * N + safe_cols
             s_next = tl.load(s_ptr + meta)
             z_next = tl.load(z_ptr + meta)
-        w = natural_pairs(packed, s, z, BITS, BLOCK_K, not (PER_CHANNEL or SCALE_AFTER), x_ptr.dtype.element_ty,
-                          HALF_MATH, INTERPRETED)
+        w = natural_pairs(
+            packed,
+            s,
+            z,
+            BITS,
+            BLOCK_K,
+            not (PER_CHANNEL or SCALE_AFTER),
+            x_ptr.dtype.element_ty,
+            HALF_MATH,
+            INTERPRETED,
+        )
         if SCALE_AFTER:  # (5)!
             acc += _product(w, x, None, INTERPRETED) * s[:, None]
         else:
@@ -167,12 +208,23 @@ def qmm_swap_ab_kernel(
         tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
     else:  # fp32 partial sums: split_k.py adds them
         tl.store(out_ptrs, acc, mask=mask)
+
+
 # --8<-- [end:swap_ab_kernel]
 
 
 # --8<-- [start:swap_ab_configs]
-_BASE = dict(BLOCK_N=128, BLOCK_K=128, GROUP_SIZE=8, RASTER_M=False, SPLIT_K=0, PROGRAMS_PER_SM=2,
-             SCALE_AFTER=False, num_warps=4, num_stages=3)
+_BASE = dict(
+    BLOCK_N=128,
+    BLOCK_K=128,
+    GROUP_SIZE=8,
+    RASTER_M=False,
+    SPLIT_K=0,
+    PROGRAMS_PER_SM=2,
+    SCALE_AFTER=False,
+    num_warps=4,
+    num_stages=3,
+)
 SWAP_AB_CONFIGS = {  # by the largest M a config serves; then by (bits, activation dtype) where they differ
     16: dict(_BASE, BLOCK_M=16, SCALE_AFTER=True),
     32: dict(_BASE, BLOCK_M=32),
@@ -203,6 +255,8 @@ def swap_ab_config(M: int, dtype: torch.dtype, packed, overrides: dict | None = 
         cfg["BLOCK_K"] = min(cfg["BLOCK_K"], packed.group_size)
     tiles = triton.cdiv(N, cfg["BLOCK_N"]) * triton.cdiv(M, cfg["BLOCK_M"])
     return pick_split(cfg, tiles, K)
+
+
 # --8<-- [end:swap_ab_configs]
 
 
@@ -216,13 +270,32 @@ def swap_ab_matmul(x: torch.Tensor, packed, out: torch.Tensor, cfg: dict) -> Non
     half_math = packed.scales.dtype == x.dtype and not (packed.bits == 8 and x.dtype == torch.bfloat16)
     grid = (triton.cdiv(N, cfg["BLOCK_N"]) * triton.cdiv(M, cfg["BLOCK_M"]), split)
     qmm_swap_ab_kernel[grid](
-        x, packed.data, packed.scales, packed.zeros, partials, M, N, K, k_per_split,
-        x.stride(0), M * N, out.stride(0),
-        BITS=packed.bits, GROUP=packed.group_size, PER_CHANNEL=packed.per_channel,
-        BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"],
-        GROUP_SIZE=cfg["GROUP_SIZE"], RASTER_M=cfg["RASTER_M"], SPLIT_K=split,
+        x,
+        packed.data,
+        packed.scales,
+        packed.zeros,
+        partials,
+        M,
+        N,
+        K,
+        k_per_split,
+        x.stride(0),
+        M * N,
+        out.stride(0),
+        BITS=packed.bits,
+        GROUP=packed.group_size,
+        PER_CHANNEL=packed.per_channel,
+        BLOCK_M=cfg["BLOCK_M"],
+        BLOCK_N=cfg["BLOCK_N"],
+        BLOCK_K=cfg["BLOCK_K"],
+        GROUP_SIZE=cfg["GROUP_SIZE"],
+        RASTER_M=cfg["RASTER_M"],
+        SPLIT_K=split,
         SCALE_AFTER=cfg["SCALE_AFTER"] and not packed.per_channel,
-        HALF_MATH=half_math, EVEN_K=K % cfg["BLOCK_K"] == 0, INTERPRETED=INTERPRETED,
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        HALF_MATH=half_math,
+        EVEN_K=K % cfg["BLOCK_K"] == 0,
+        INTERPRETED=INTERPRETED,
+        num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"],
     )
     sum_slices(partials, out)

@@ -1,11 +1,12 @@
 """Benchmark spec for RMS norm: bf16, forward and forward+backward (dx, dW)."""
 
-import torch
-import torch.nn.functional as F
-
 from academy.bench.peers import compiled, eager, liger
 from academy.bench.spec import Case
 from academy.testing import random_tensor
+
+import torch
+import torch.nn.functional as F
+
 from examples.norm_bench import norm_spec
 from examples.rms_norm.kernel import reference, rms_norm
 
@@ -34,6 +35,8 @@ def bytes_moved(case: Case) -> float:
     if case.mode == "fwd":
         return fwd
     return fwd + 3 * m * n * s + m * 4 + 2 * n * s
+
+
 # --8<-- [end:work]
 
 

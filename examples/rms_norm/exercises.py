@@ -10,13 +10,13 @@
 
 from __future__ import annotations
 
-import torch
-
 import academy  # noqa: F401
+from academy.validation import check_same
+
+import torch
 import triton
 import triton.language as tl
 
-from academy.validation import check_same
 from examples.norm_launch import FWD_MAX_FUSED_COLS, as_rows, tile_config
 from examples.rms_norm.kernel import _check_inputs
 
@@ -29,9 +29,15 @@ def _check_width(x: torch.Tensor) -> None:
 # --8<-- [start:offset]
 @triton.jit
 def rms_norm_offset_kernel(
-    x_ptr, w_ptr, y_ptr,
-    n_rows, n_cols, x_row_stride, eps,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    x_ptr,
+    w_ptr,
+    y_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    eps,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
@@ -57,21 +63,32 @@ def rms_norm_offset(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) ->
             x_rows, weight.contiguous(), y, n_rows, n_cols, x_rows.stride(0), float(eps), **config
         )
     return y.view(x.shape)
+
+
 # --8<-- [end:offset]
 
 
 # --8<-- [start:add_rms_norm]
 @triton.jit
 def add_rms_norm_kernel(
-    x_ptr, r_ptr, w_ptr, y_ptr, h_ptr,
-    n_rows, n_cols, eps,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    x_ptr,
+    r_ptr,
+    w_ptr,
+    y_ptr,
+    h_ptr,
+    n_rows,
+    n_cols,
+    eps,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
     offsets = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]  # contiguous rows
-    h = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32) + tl.load(r_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    h = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32) + tl.load(
+        r_ptr + offsets, mask=mask, other=0.0
+    ).to(tl.float32)
     h = h.to(h_ptr.dtype.element_ty)  # stored in the input dtype, normalised as stored
     tl.store(h_ptr + offsets, h, mask=mask)
     h = h.to(tl.float32)
@@ -96,4 +113,6 @@ def add_rms_norm(x, residual, weight, eps: float = 1e-6) -> tuple[torch.Tensor, 
             x_rows, r_rows, weight.contiguous(), y, h, n_rows, n_cols, float(eps), **config
         )
     return y.view(x.shape), h.view(x.shape)
+
+
 # --8<-- [end:add_rms_norm]

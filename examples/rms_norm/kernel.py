@@ -17,16 +17,21 @@ Run this file (``python -m examples.rms_norm.kernel``) for a quick check.
 
 from __future__ import annotations
 
-import torch
-
 import academy  # noqa: F401  (sets TRITON_INTERPRET on CPU before triton loads)
+from academy import DEVICE
+
+import torch
 import triton
 import triton.language as tl
 
-from academy import DEVICE
 from examples import norm_launch
 from examples.norm_launch import (
-    as_rows, backward_launch, check_norm_inputs, column_split, forward_launch, sum_partials,
+    as_rows,
+    backward_launch,
+    check_norm_inputs,
+    column_split,
+    forward_launch,
+    sum_partials,
 )
 
 
@@ -36,15 +41,22 @@ def reference(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch
     x32 = x.float()
     rstd = torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + eps)
     return (x32 * rstd * weight.float()).to(x.dtype)
+
+
 # --8<-- [end:reference]
 
 
 # --8<-- [start:forward_kernel]
 @triton.jit
 def rms_norm_forward_kernel(
-    x_ptr, w_ptr, y_ptr, rstd_ptr,
-    n_rows, n_cols,
-    x_row_stride, y_row_stride,  # in elements
+    x_ptr,
+    w_ptr,
+    y_ptr,
+    rstd_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    y_row_stride,  # in elements
     eps,
     BLOCK_M: tl.constexpr,  # rows per tile, one tile per program
     BLOCK_N: tl.constexpr,  # next power of two ≥ n_cols: the whole row
@@ -63,15 +75,22 @@ def rms_norm_forward_kernel(
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last")  # (1)!
     y = x * rstd[:, None] * w.to(tl.float32)[None, :]  # (8)!
     tl.store(y_ptr + row_offsets * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:forward_kernel]
 
 
 # --8<-- [start:wide_forward_kernel]
 @triton.jit
 def rms_norm_forward_wide_kernel(
-    x_ptr, w_ptr, y_ptr, rstd_ptr,
-    n_rows, n_cols,
-    x_row_stride, y_row_stride,
+    x_ptr,
+    w_ptr,
+    y_ptr,
+    rstd_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    y_row_stride,
     eps,
     BLOCK_N: tl.constexpr,  # a chunk of the row; the row is wider
 ):
@@ -91,16 +110,25 @@ def rms_norm_forward_wide_kernel(
             x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
             w = tl.load(w_ptr + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
             tl.store(y_row + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:wide_forward_kernel]
 
 
 # --8<-- [start:backward_kernel]
 @triton.jit
 def rms_norm_backward_kernel(
-    x_ptr, w_ptr, dy_ptr, dx_ptr, rstd_ptr,
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    dx_ptr,
+    rstd_ptr,
     dw_partial_ptr,  # fp32 (num_programs, n_cols): one row per program
-    n_rows, n_cols,
-    x_row_stride, dy_row_stride, dx_row_stride,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    dy_row_stride,
+    dx_row_stride,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
@@ -128,16 +156,25 @@ def rms_norm_backward_kernel(
         dw_acc += dy * xhat  # (7)!
 
     tl.store(dw_partial_ptr + pid.to(tl.int64) * n_cols + cols, tl.sum(dw_acc, axis=0), mask=col_mask)  # (8)!
+
+
 # --8<-- [end:backward_kernel]
 
 
 # --8<-- [start:wide_backward_kernel]
 @triton.jit
 def rms_norm_backward_wide_kernel(
-    x_ptr, w_ptr, dy_ptr, dx_ptr, rstd_ptr,
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    dx_ptr,
+    rstd_ptr,
     dw_partial_ptr,  # fp32 (num_programs, n_cols), zero-filled
-    n_rows, n_cols,
-    x_row_stride, dy_row_stride, dx_row_stride,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    dy_row_stride,
+    dx_row_stride,
     BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -166,15 +203,23 @@ def rms_norm_backward_wide_kernel(
             tl.store(dx_row + cols, ((dy * w - xhat * c) * rstd).to(dx_ptr.dtype.element_ty), mask=mask)
             dw = tl.load(dw_row + cols, mask=mask, other=0.0)  # (1)!
             tl.store(dw_row + cols, dw + dy * xhat, mask=mask)
+
+
 # --8<-- [end:wide_backward_kernel]
 
 
 # --8<-- [start:column_backward_kernels]
 @triton.jit
 def rms_norm_backward_row_terms_kernel(
-    x_ptr, w_ptr, dy_ptr, rstd_ptr, c_ptr,
-    n_rows, n_cols,
-    x_row_stride, dy_row_stride,
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    rstd_ptr,
+    c_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    dy_row_stride,
     BLOCK_N: tl.constexpr,
 ):
     """Stage 1 of the column-split backward: each row's c = mean(g ⊙ x̂) (fp32)."""
@@ -195,10 +240,19 @@ def rms_norm_backward_row_terms_kernel(
 
 @triton.jit
 def rms_norm_backward_columns_kernel(
-    x_ptr, w_ptr, dy_ptr, dx_ptr, rstd_ptr, c_ptr,
+    x_ptr,
+    w_ptr,
+    dy_ptr,
+    dx_ptr,
+    rstd_ptr,
+    c_ptr,
     dw_partial_ptr,  # fp32 (n_groups, n_cols)
-    n_rows, n_cols, rows_per_group,
-    x_row_stride, dy_row_stride, dx_row_stride,
+    n_rows,
+    n_cols,
+    rows_per_group,
+    x_row_stride,
+    dy_row_stride,
+    dx_row_stride,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
@@ -225,6 +279,8 @@ def rms_norm_backward_columns_kernel(
         tl.store(dx_ptr + row_offsets * dx_row_stride + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
         dw_acc += tl.sum(dy * xhat, axis=0)
     tl.store(dw_partial_ptr + group.to(tl.int64) * n_cols + cols, dw_acc, mask=col_mask)
+
+
 # --8<-- [end:column_backward_kernels]
 
 
@@ -265,8 +321,18 @@ def _backward(dy, x_rows, weight, rstd):
     dw_partial = make_partials((programs, n_cols), dtype=torch.float32, device=x_rows.device)
     kernel = rms_norm_backward_kernel if design == "registers" else rms_norm_backward_wide_kernel
     kernel[(programs,)](
-        x_rows, weight, dy_rows, dx, rstd, dw_partial, n_rows, n_cols,
-        x_rows.stride(0), dy_rows.stride(0), dx.stride(0), **config,
+        x_rows,
+        weight,
+        dy_rows,
+        dx,
+        rstd,
+        dw_partial,
+        n_rows,
+        n_cols,
+        x_rows.stride(0),
+        dy_rows.stride(0),
+        dx.stride(0),
+        **config,
     )
     return dx, sum_partials(dw_partial, weight.dtype)
 
@@ -277,15 +343,38 @@ def _backward_columns(dy_rows, x_rows, weight, rstd, dx, programs, config):
     n_rows, n_cols = x_rows.shape
     c = torch.empty(n_rows, dtype=torch.float32, device=x_rows.device)
     rms_norm_backward_row_terms_kernel[(programs,)](
-        x_rows, weight, dy_rows, rstd, c, n_rows, n_cols, x_rows.stride(0), dy_rows.stride(0), **config,
+        x_rows,
+        weight,
+        dy_rows,
+        rstd,
+        c,
+        n_rows,
+        n_cols,
+        x_rows.stride(0),
+        dy_rows.stride(0),
+        **config,
     )
     groups, strips, rows_per_group, strip_config = column_split(n_rows, n_cols)
     dw_partial = torch.empty((groups, n_cols), dtype=torch.float32, device=x_rows.device)
     rms_norm_backward_columns_kernel[(groups, strips)](
-        x_rows, weight, dy_rows, dx, rstd, c, dw_partial,
-        n_rows, n_cols, rows_per_group, x_rows.stride(0), dy_rows.stride(0), dx.stride(0), **strip_config,
+        x_rows,
+        weight,
+        dy_rows,
+        dx,
+        rstd,
+        c,
+        dw_partial,
+        n_rows,
+        n_cols,
+        rows_per_group,
+        x_rows.stride(0),
+        dy_rows.stride(0),
+        dx.stride(0),
+        **strip_config,
     )
     return dw_partial
+
+
 # --8<-- [end:launcher]
 
 
@@ -314,11 +403,16 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     if (x.requires_grad or weight.requires_grad) and torch.is_grad_enabled():
         return _RMSNorm.apply(x, weight, eps)
     return _forward(x, weight, eps)[0]
+
+
 # --8<-- [end:autograd]
 
 
 if __name__ == "__main__":
-    for n_cols in (1000, max(MAX_FUSED_COLS, norm_launch.FWD_MAX_FUSED_COLS) + 3001):  # the fused path, then the chunked path
+    for n_cols in (
+        1000,
+        max(MAX_FUSED_COLS, norm_launch.FWD_MAX_FUSED_COLS) + 3001,
+    ):  # the fused path, then the chunked path
         x = torch.randn(5, n_cols, device=DEVICE, requires_grad=True)
         w = torch.randn(n_cols, device=DEVICE, requires_grad=True)
         dy = torch.randn(5, n_cols, device=DEVICE)

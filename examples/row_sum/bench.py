@@ -1,10 +1,11 @@
 """Benchmark spec for row sums: M = 4096 rows, N from 1024 to 262144 columns, bf16."""
 
-import torch
-
 from academy.bench.peers import compiled, eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+
 from examples.row_sum.kernel import reference, row_sum
 
 
@@ -18,6 +19,8 @@ def bytes_moved(case: Case) -> float:
     element_size = torch.empty((), dtype=case.dtype).element_size()
     m, n = case.params["M"], case.params["N"]
     return (m * n + m) * element_size
+
+
 # --8<-- [end:work]
 
 

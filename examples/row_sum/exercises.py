@@ -40,6 +40,8 @@ def row_max(x: torch.Tensor) -> torch.Tensor:
     if n_rows:
         row_max_kernel[(n_rows,)](x, out, n_cols, x.stride(0), **launch_config(n_cols))
     return out
+
+
 # --8<-- [end:row_max]
 
 
@@ -67,4 +69,6 @@ def row_rms(x: torch.Tensor) -> torch.Tensor:
     if n_rows:
         row_rms_kernel[(n_rows,)](x, out, n_cols, x.stride(0), **launch_config(n_cols))
     return out
+
+
 # --8<-- [end:row_rms]

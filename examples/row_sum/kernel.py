@@ -10,24 +10,27 @@ Run this file (``python -m examples.row_sum.kernel``) for a quick check.
 
 from __future__ import annotations
 
+from academy import DEVICE
+
 import torch
 import triton
 import triton.language as tl
-
-from academy import DEVICE
 
 
 # --8<-- [start:reference]
 def reference(x: torch.Tensor) -> torch.Tensor:
     """Sum over the last dimension, accumulated in fp32, returned in ``x``'s dtype."""
     return x.float().sum(dim=-1).to(x.dtype)
+
+
 # --8<-- [end:reference]
 
 
 # --8<-- [start:kernel]
 @triton.jit
 def row_sum_kernel(
-    x_ptr, out_ptr,
+    x_ptr,
+    out_ptr,
     n_cols,
     x_row_stride,  # in elements
     BLOCK_N: tl.constexpr,  # the tile: a power of two, usually narrower than the row
@@ -41,6 +44,8 @@ def row_sum_kernel(
         partial += x.to(tl.float32)  # (5)!
     total = tl.sum(partial, axis=0)  # (6)!
     tl.store(out_ptr + row, total.to(out_ptr.dtype.element_ty))
+
+
 # --8<-- [end:kernel]
 
 
@@ -82,6 +87,8 @@ def _check_input(x: torch.Tensor) -> None:
         raise ValueError(f"x's columns must be adjacent in memory (stride 1), got strides {x.stride()}")
     if x.shape[0] > 2**31 - 1:
         raise ValueError(f"x has {x.shape[0]} rows; at most 2**31 - 1 are supported (one program each)")
+
+
 # --8<-- [end:launcher]
 
 

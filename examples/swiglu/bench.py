@@ -1,11 +1,12 @@
 """Benchmark spec for SwiGLU: bf16, forward and forward+backward, Llama MLP widths."""
 
-import torch
-import torch.nn.functional as F
-
 from academy.bench.peers import compiled, eager, liger
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+import torch.nn.functional as F
+
 from examples.swiglu.kernel import reference, swiglu
 
 WIDTHS = (4096, 11008, 14336)  # intermediate sizes of Llama-style MLPs
@@ -24,6 +25,8 @@ def bytes_moved(case: Case) -> float:
     element_size = torch.empty((), dtype=case.dtype).element_size()
     passes = {"fwd": 3, "fwd+bwd": 8}[case.mode]
     return passes * case.params["M"] * case.params["N"] * element_size
+
+
 # --8<-- [end:work]
 
 

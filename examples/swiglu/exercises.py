@@ -11,11 +11,10 @@
 from __future__ import annotations
 
 import torch
+import triton
+import triton.language as tl
 
 from examples.swiglu.kernel import check_inputs, gated
-
-import triton  # noqa: E402  (academy, imported above, comes first)
-import triton.language as tl  # noqa: E402
 
 
 # --8<-- [start:reglu]
@@ -32,6 +31,8 @@ def relu_and_grad(x):
 def reglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """``relu(gate) · up``; differentiable in both."""
     return gated(gate, up, relu, relu_and_grad)
+
+
 # --8<-- [end:reglu]
 
 
@@ -56,4 +57,6 @@ def swish_glu(gate: torch.Tensor, up: torch.Tensor, beta: float = 1.0) -> torch.
     if n:
         swish_glu_forward_kernel[(triton.cdiv(n, 1024),)](gate, up, out, n, float(beta), BLOCK_SIZE=1024)
     return out
+
+
 # --8<-- [end:swish_glu]

@@ -19,13 +19,12 @@ Run this file (``python -m examples.swiglu.kernel``) for a quick check.
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
-
 from academy.validation import check_same, check_tensor  # academy before triton: see contributing.md
 
-import triton  # noqa: E402  (isort: skip)
-import triton.language as tl  # noqa: E402
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -34,6 +33,8 @@ SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 def reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """SwiGLU as PyTorch computes it, in fp32, returned in the inputs' dtype."""
     return (F.silu(gate.float()) * up.float()).to(gate.dtype)
+
+
 # --8<-- [end:reference]
 
 
@@ -51,15 +52,22 @@ def silu_and_grad(x):
     f = x * s
     df = s * (1.0 + x * (1.0 - s))  # (3)!
     return f, df
+
+
 # --8<-- [end:silu]
 
 
 # --8<-- [start:forward_kernel]
 @triton.jit
 def gated_forward_kernel(
-    gate_ptr, up_ptr, out_ptr,
-    n_cols, n_col_blocks,
-    gate_row_stride, up_row_stride, out_row_stride,  # in elements
+    gate_ptr,
+    up_ptr,
+    out_ptr,
+    n_cols,
+    n_col_blocks,
+    gate_row_stride,
+    up_row_stride,
+    out_row_stride,  # in elements
     ACTIVATION: tl.constexpr,  # a @triton.jit function: silu, gelu, ...
     BLOCK_SIZE: tl.constexpr,
 ):
@@ -71,15 +79,26 @@ def gated_forward_kernel(
     u = tl.load(up_ptr + row * up_row_stride + cols, mask=mask).to(tl.float32)
     out = ACTIVATION(g) * u  # (4)!
     tl.store(out_ptr + row * out_row_stride + cols, out.to(out_ptr.dtype.element_ty), mask=mask)  # (5)!
+
+
 # --8<-- [end:forward_kernel]
 
 
 # --8<-- [start:backward_kernel]
 @triton.jit
 def gated_backward_kernel(
-    gate_ptr, up_ptr, dout_ptr, dgate_ptr, dup_ptr,
-    n_cols, n_col_blocks,
-    gate_row_stride, up_row_stride, dout_row_stride, dgate_row_stride, dup_row_stride,
+    gate_ptr,
+    up_ptr,
+    dout_ptr,
+    dgate_ptr,
+    dup_ptr,
+    n_cols,
+    n_col_blocks,
+    gate_row_stride,
+    up_row_stride,
+    dout_row_stride,
+    dgate_row_stride,
+    dup_row_stride,
     ACTIVATION_AND_GRAD: tl.constexpr,  # a @triton.jit function returning (f(x), f'(x))
     BLOCK_SIZE: tl.constexpr,
 ):
@@ -95,6 +114,8 @@ def gated_backward_kernel(
     dgate = dout * u * df  # (3)!
     tl.store(dgate_ptr + row * dgate_row_stride + cols, dgate.to(dgate_ptr.dtype.element_ty), mask=mask)  # (4)!
     tl.store(dup_ptr + row * dup_row_stride + cols, dup.to(dup_ptr.dtype.element_ty), mask=mask)
+
+
 # --8<-- [end:backward_kernel]
 
 
@@ -132,8 +153,17 @@ def gated_forward(gate: torch.Tensor, up: torch.Tensor, activation) -> torch.Ten
     (g, u, o), n_rows, n_cols = _layout(gate, up, out)
     grid, n_col_blocks = _grid(n_rows, n_cols, BLOCK_SIZE)
     gated_forward_kernel[grid](
-        g, u, o, n_cols, n_col_blocks, g.stride(0), u.stride(0), o.stride(0),
-        ACTIVATION=activation, BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS,
+        g,
+        u,
+        o,
+        n_cols,
+        n_col_blocks,
+        g.stride(0),
+        u.stride(0),
+        o.stride(0),
+        ACTIVATION=activation,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=NUM_WARPS,
     )
     return out
 
@@ -144,9 +174,21 @@ def gated_backward(gate, up, dout, activation_and_grad) -> tuple[torch.Tensor, t
     (g, u, d, dg, du), n_rows, n_cols = _layout(gate, up, dout, dgate, dup)
     grid, n_col_blocks = _grid(n_rows, n_cols, BLOCK_SIZE)
     gated_backward_kernel[grid](
-        g, u, d, dg, du, n_cols, n_col_blocks,
-        g.stride(0), u.stride(0), d.stride(0), dg.stride(0), du.stride(0),
-        ACTIVATION_AND_GRAD=activation_and_grad, BLOCK_SIZE=BLOCK_SIZE, num_warps=NUM_WARPS,
+        g,
+        u,
+        d,
+        dg,
+        du,
+        n_cols,
+        n_col_blocks,
+        g.stride(0),
+        u.stride(0),
+        d.stride(0),
+        dg.stride(0),
+        du.stride(0),
+        ACTIVATION_AND_GRAD=activation_and_grad,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=NUM_WARPS,
     )
     return dgate, dup
 
@@ -160,6 +202,8 @@ def check_inputs(gate: torch.Tensor, up: torch.Tensor) -> None:
     n_cols = gate.shape[-1]
     if gate.numel() > 0 and triton.cdiv(gate.numel(), BLOCK_SIZE) + gate.numel() // n_cols > 2**31 - 1:  # (4)!
         raise ValueError(f"gate has {gate.numel()} elements: too many blocks for one launch (at most 2**31 - 1)")
+
+
 # --8<-- [end:launcher]
 
 
@@ -195,6 +239,8 @@ def gated(gate: torch.Tensor, up: torch.Tensor, activation, activation_and_grad)
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """``silu(gate) · up`` for tensors of one shape ``(..., N)``; differentiable in both."""
     return gated(gate, up, silu, silu_and_grad)
+
+
 # --8<-- [end:autograd]
 
 
@@ -202,8 +248,10 @@ if __name__ == "__main__":
     from academy import DEVICE
 
     x = torch.randn(5, 2 * 1001, device=DEVICE, dtype=torch.float64).float()
-    for name, (gate, up) in {"contiguous": (x[:, :1001].contiguous(), x[:, 1001:].contiguous()),
-                             "chunked views": x.chunk(2, dim=-1)}.items():
+    for name, (gate, up) in {
+        "contiguous": (x[:, :1001].contiguous(), x[:, 1001:].contiguous()),
+        "chunked views": x.chunk(2, dim=-1),
+    }.items():
         gate, up = gate.clone().requires_grad_(), up.clone().requires_grad_()
         dout = torch.randn(5, 1001, device=DEVICE)
         out = swiglu(gate, up)
@@ -211,7 +259,8 @@ if __name__ == "__main__":
         g64, u64 = gate.detach().double().requires_grad_(), up.detach().double().requires_grad_()
         ref = F.silu(g64) * u64
         ref.backward(dout.double())
-        errors = [((a - b).norm() / b.norm()).item() for a, b in
-                  ((out, ref), (gate.grad, g64.grad), (up.grad, u64.grad))]
+        errors = [
+            ((a - b).norm() / b.norm()).item() for a, b in ((out, ref), (gate.grad, g64.grad), (up.grad, u64.grad))
+        ]
         print(f"swiglu on {DEVICE}, 5×1001 ({name}): errors out/dgate/dup " + " ".join(f"{e:.1e}" for e in errors))
         assert max(errors) < 1e-5

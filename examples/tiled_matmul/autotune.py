@@ -13,11 +13,12 @@ with one config never benchmarks, it just launches.
 
 from __future__ import annotations
 
+from academy import DEVICE, INTERPRETED
+
 import torch
 import triton
 import triton.language as tl
 
-from academy import DEVICE, INTERPRETED
 from examples.tiled_matmul.kernel import _check_inputs, grouped_tile, leaky_relu
 
 SHARED_MEMORY_BUDGET = 160 * 1024
@@ -75,6 +76,8 @@ def prune_configs(configs: list[triton.Config], named_args: dict, **kwargs) -> l
     if not kept:
         kept = [min(configs, key=lambda c: c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"])]
     return kept
+
+
 # --8<-- [end:prune]
 
 
@@ -93,10 +96,21 @@ def even_k(args: dict) -> bool:
 @triton.heuristics({"EVEN_K": even_k})  # (4)!
 @triton.jit
 def matmul_autotuned_kernel(
-    a_ptr, b_ptr, c_ptr,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,
     ACTIVATION: tl.constexpr,
     EVEN_K: tl.constexpr,
@@ -127,6 +141,8 @@ def matmul_autotuned_kernel(
         acc = leaky_relu(acc)
     c_mask = (rows < M)[:, None] & (cols < N)[None, :]
     tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
 # --8<-- [end:autotuned_kernel]
 
 
@@ -148,11 +164,23 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, activation: str | None = 
         return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
     matmul_autotuned_kernel[grid](
-        a, b, c, M, N, K,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
         ACTIVATION=activation or "",  # (2)!
     )
     return c
+
+
 # --8<-- [end:launcher]
 
 

@@ -6,11 +6,12 @@ Three providers on the same inputs: our kernel with grouped tile order
 the runner checks each against the fp32 reference before timing it.
 """
 
-import torch
-
 from academy.bench.peers import eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+
 from examples.tiled_matmul.kernel import matmul, reference
 
 
@@ -24,6 +25,8 @@ def flops(case: Case) -> float:
     """C = A·B with A (M, K), B (K, N): M·N dot products of length K,
     each K multiplies and K adds: 2·M·N·K floating-point operations."""
     return 2.0 * case.params["M"] * case.params["N"] * case.params["K"]
+
+
 # --8<-- [end:work]
 
 

@@ -17,12 +17,13 @@ Autotuning (tutorial 11):
 
 from __future__ import annotations
 
+from academy import INTERPRETED
+from academy.validation import check_tensor
+
 import torch
 import triton
 import triton.language as tl
 
-from academy import INTERPRETED
-from academy.validation import check_tensor
 from examples.tiled_matmul.autotune import configs_for, prune_configs
 from examples.tiled_matmul.kernel import SUPPORTED_DTYPES, _check_inputs, grouped_tile, launch_config, leaky_relu
 
@@ -30,11 +31,25 @@ from examples.tiled_matmul.kernel import SUPPORTED_DTYPES, _check_inputs, groupe
 # --8<-- [start:linear_bias_act]
 @triton.jit
 def linear_bias_act_kernel(
-    x_ptr, w_ptr, bias_ptr, out_ptr,
-    M, N, K,
-    stride_xm, stride_xk, stride_wk, stride_wn, stride_bias, stride_om, stride_on,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr,
+    x_ptr,
+    w_ptr,
+    bias_ptr,
+    out_ptr,
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_xk,
+    stride_wk,
+    stride_wn,
+    stride_bias,
+    stride_om,
+    stride_on,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr,
+    ACTIVATION: tl.constexpr,
 ):
     pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_SIZE_M)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -57,7 +72,9 @@ def linear_bias_act_kernel(
     elif ACTIVATION == "leaky_relu":
         acc = leaky_relu(acc)
     mask = (rows < M)[:, None] & (cols < N)[None, :]
-    tl.store(out_ptr + rows[:, None] * stride_om + cols[None, :] * stride_on, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(
+        out_ptr + rows[:, None] * stride_om + cols[None, :] * stride_on, acc.to(out_ptr.dtype.element_ty), mask=mask
+    )
 
 
 def linear_bias_act(
@@ -75,23 +92,52 @@ def linear_bias_act(
     meta = launch_config(x.dtype)
     grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
     linear_bias_act_kernel[grid](
-        x, w, bias, out, M, N, K,
-        x.stride(0), x.stride(1), w.stride(0), w.stride(1), bias.stride(0), out.stride(0), out.stride(1),
-        GROUP_SIZE_M=8, ACTIVATION=activation or "", **meta,
+        x,
+        w,
+        bias,
+        out,
+        M,
+        N,
+        K,
+        x.stride(0),
+        x.stride(1),
+        w.stride(0),
+        w.stride(1),
+        bias.stride(0),
+        out.stride(0),
+        out.stride(1),
+        GROUP_SIZE_M=8,
+        ACTIVATION=activation or "",
+        **meta,
     )
     return out
+
+
 # --8<-- [end:linear_bias_act]
 
 
 # --8<-- [start:batched_matmul]
 @triton.jit
 def batched_matmul_kernel(
-    a_ptr, b_ptr, c_ptr,
-    M, N, K,
-    stride_ab, stride_am, stride_ak,  # the batch stride comes first
-    stride_bb, stride_bk, stride_bn,
-    stride_cb, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_ab,
+    stride_am,
+    stride_ak,  # the batch stride comes first
+    stride_bb,
+    stride_bk,
+    stride_bn,
+    stride_cb,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr,
 ):
     batch = tl.program_id(1).to(tl.int64)  # grid axis 1: which matrix of the stack
     a_ptr += batch * stride_ab
@@ -134,6 +180,8 @@ def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), batch)
     batched_matmul_kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), GROUP_SIZE_M=8, **meta)
     return c
+
+
 # --8<-- [end:batched_matmul]
 
 
@@ -145,11 +193,23 @@ def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 )
 @triton.jit
 def matmul_bucketed_kernel(
-    a_ptr, b_ptr, c_ptr,
-    M, N, K,
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
     M_BUCKET,  # next power of two ≥ M: only the autotuner reads it
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr,
 ):
     pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_SIZE_M)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -178,10 +238,23 @@ def matmul_bucketed(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if K == 0:
         return c.zero_()
     matmul_bucketed_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)](
-        a, b, c, M, N, K, triton.next_power_of_2(M),
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        triton.next_power_of_2(M),
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
     )
     return c
+
+
 # --8<-- [end:matmul_bucketed]
 
 
@@ -195,4 +268,6 @@ def shared_memory_bytes(config: triton.Config, dtype: torch.dtype) -> int:
 
 def configs_that_fit(configs: list[triton.Config], dtype: torch.dtype, budget: int) -> list[triton.Config]:
     return [c for c in configs if shared_memory_bytes(c, dtype) <= budget]
+
+
 # --8<-- [end:shared_memory_bytes]

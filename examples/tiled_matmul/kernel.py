@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import html
 
+from academy import DEVICE, INTERPRETED
+from academy.validation import check_tensor
+
 import torch
 import triton
 import triton.language as tl
-
-from academy import DEVICE, INTERPRETED
-from academy.validation import check_tensor
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 ACTIVATIONS = (None, "relu", "leaky_relu")
@@ -48,6 +48,8 @@ def apply_activation(c: torch.Tensor, activation: str | None) -> torch.Tensor:
     if activation == "leaky_relu":
         return torch.nn.functional.leaky_relu(c, LEAKY_SLOPE)
     return c
+
+
 # --8<-- [end:reference]
 
 
@@ -66,6 +68,8 @@ def to_tf32(x: torch.Tensor, rounding: str = "nearest") -> torch.Tensor:
     if rounding == "nearest":
         bits = bits + (1 << 12)  # half of the lowest kept bit: carries into it when the dropped part ≥ half
     return (bits & ~((1 << 13) - 1)).view(torch.float32)
+
+
 # --8<-- [end:tf32]
 
 
@@ -84,6 +88,8 @@ def tile_coordinates(pid: int, num_pid_m: int, num_pid_n: int, group_size_m: int
     rows_in_group = min(num_pid_m - first_row, group_size_m)  # the last group may be shorter
     index_in_group = pid % programs_per_group
     return first_row + index_in_group % rows_in_group, index_in_group // rows_in_group
+
+
 # --8<-- [end:tile_coordinates_py]
 
 
@@ -97,6 +103,8 @@ def grouped_tile(pid, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
     rows_in_group = tl.minimum(num_pid_m - first_row, GROUP_SIZE_M)
     index_in_group = pid % programs_per_group
     return first_row + index_in_group % rows_in_group, index_in_group // rows_in_group
+
+
 # --8<-- [end:grouped_tile]
 
 
@@ -125,12 +133,21 @@ def leaky_relu(x):
 
 @triton.jit
 def matmul_kernel(
-    a_ptr, b_ptr, c_ptr,
-    M, N, K,
-    stride_am, stride_ak,  # strides in elements, not bytes
-    stride_bk, stride_bn,
-    stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,  # strides in elements, not bytes
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,  # 1 = row-major order of the tiles
     ACTIVATION: tl.constexpr,  # "", "relu" or "leaky_relu"
     INPUT_PRECISION: tl.constexpr,  # fp32 only: "ieee", "tf32" (Triton's default) or "tf32x3"
@@ -163,6 +180,8 @@ def matmul_kernel(
     c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn
     c_mask = (rows < M)[:, None] & (cols < N)[None, :]  # (9)!
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
 # --8<-- [end:matmul_kernel]
 
 
@@ -181,6 +200,8 @@ def launch_config(dtype: torch.dtype) -> dict[str, int]:
     if dtype == torch.float32:
         return {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3}
     return {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
+
+
 # --8<-- [end:launch_config]
 
 
@@ -247,13 +268,26 @@ def matmul(
             raise ValueError(f"{name} must be a power of two ≥ 16 (tl.dot needs K ≥ 16), got {meta[name]}")
     grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # (2)!
     matmul_kernel[grid](
-        a, b, c, M, N, K,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),  # (3)!
-        GROUP_SIZE_M=group_size_m, ACTIVATION=activation or "",
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),  # (3)!
+        GROUP_SIZE_M=group_size_m,
+        ACTIVATION=activation or "",
         INPUT_PRECISION=input_precision if a.dtype == torch.float32 else None,
         **meta,
     )
     return c
+
+
 # --8<-- [end:launcher]
 
 
@@ -291,7 +325,9 @@ def grouping_svg(
         parts.append(f'<rect x="0" y="{y0 + m * cell}" width="{strip}" height="{cell - 2}" fill="{fill}"/>')
     for n in range(num_pid_n):  # B's column panels
         fill = "#2a9d8f" if n in cols_read else "#eeeeee"
-        parts.append(f'<rect x="{x0 + n * cell}" y="{y0 - gap - strip}" width="{cell - 2}" height="{strip}" fill="{fill}"/>')
+        parts.append(
+            f'<rect x="{x0 + n * cell}" y="{y0 - gap - strip}" width="{cell - 2}" height="{strip}" fill="{fill}"/>'
+        )
     for (m, n), pid in sorted(pid_of.items()):
         fill = "#e9c46a" if (m, n) in running else "#ffffff"
         x, y = x0 + n * cell, y0 + m * cell
@@ -302,12 +338,16 @@ def grouping_svg(
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
 # --8<-- [end:grouping_svg]
 
 
 def panels_read(num_pid_m: int, num_pid_n: int, group_size_m: int, wave: int) -> tuple[int, int]:
     """How many distinct A row panels and B column panels the first ``wave`` programs read."""
-    tiles = [tile_coordinates(pid, num_pid_m, num_pid_n, group_size_m) for pid in range(min(wave, num_pid_m * num_pid_n))]
+    tiles = [
+        tile_coordinates(pid, num_pid_m, num_pid_n, group_size_m) for pid in range(min(wave, num_pid_m * num_pid_n))
+    ]
     return len({m for m, _ in tiles}), len({n for _, n in tiles})
 
 

@@ -1,10 +1,11 @@
 """Benchmark spec for vector addition: bandwidth over sizes 2^12 … 2^28."""
 
-import torch
-
 from academy.bench.peers import eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
+
+import torch
+
 from examples.vector_add.kernel import add, reference
 
 
@@ -18,6 +19,8 @@ def bytes_moved(case: Case) -> float:
     """Read x and y, write out: three passes over n elements."""
     element_size = torch.empty((), dtype=case.dtype).element_size()
     return 3 * case.params["n"] * element_size
+
+
 # --8<-- [end:work]
 
 

@@ -10,21 +10,25 @@
 
 from __future__ import annotations
 
+from academy.validation import check_same, check_tensor
+
 import torch
 import triton
 import triton.language as tl
 
-from academy.validation import check_same, check_tensor
 from examples.vector_add.kernel import SUPPORTED_DTYPES, _check_inputs, _flat_stride
 
 
 # --8<-- [start:axpy]
 @triton.jit
 def axpy_kernel(
-    x_ptr, y_ptr, out_ptr,
+    x_ptr,
+    y_ptr,
+    out_ptr,
     a,  # a Python float: Triton passes it as an fp32 scalar
     n_elements,
-    x_stride, y_stride,  # in elements
+    x_stride,
+    y_stride,  # in elements
     BLOCK_SIZE: tl.constexpr,
 ):
     offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -45,22 +49,28 @@ def axpy(a: float, x: torch.Tensor, y: torch.Tensor, *, block_size: int = 1024) 
     if n_elements == 0:
         return out
     grid = (triton.cdiv(n_elements, block_size),)
-    axpy_kernel[grid](
-        x, y, out, float(a), n_elements, _flat_stride(x), _flat_stride(y), BLOCK_SIZE=block_size
-    )
+    axpy_kernel[grid](x, y, out, float(a), n_elements, _flat_stride(x), _flat_stride(y), BLOCK_SIZE=block_size)
     return out
+
+
 # --8<-- [end:axpy]
 
 
 # --8<-- [start:add_2d]
 @triton.jit
 def add_2d_kernel(
-    x_ptr, y_ptr, out_ptr,
-    n_rows, n_cols,
-    x_row_stride, x_col_stride,  # all strides in elements
-    y_row_stride, y_col_stride,
+    x_ptr,
+    y_ptr,
+    out_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    x_col_stride,  # all strides in elements
+    y_row_stride,
+    y_col_stride,
     out_row_stride,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -84,9 +94,20 @@ def add_2d(x: torch.Tensor, y: torch.Tensor, *, block_m: int = 32, block_n: int 
         return out
     grid = (triton.cdiv(n_rows, block_m), triton.cdiv(n_cols, block_n))
     add_2d_kernel[grid](
-        x, y, out, n_rows, n_cols,
-        x.stride(0), x.stride(1), y.stride(0), y.stride(1), out.stride(0),
-        BLOCK_M=block_m, BLOCK_N=block_n,
+        x,
+        y,
+        out,
+        n_rows,
+        n_cols,
+        x.stride(0),
+        x.stride(1),
+        y.stride(0),
+        y.stride(1),
+        out.stride(0),
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
     )
     return out
+
+
 # --8<-- [end:add_2d]

@@ -7,25 +7,31 @@ the current device.
 
 from __future__ import annotations
 
+from academy import DEVICE
+
 import torch
 import triton
 import triton.language as tl
 
-from academy import DEVICE
 
 # --8<-- [start:reference]
 def reference(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """What ``add`` must compute, written with PyTorch."""
     return x + y
+
+
 # --8<-- [end:reference]
 
 
 # --8<-- [start:kernel]
 @triton.jit
 def add_kernel(
-    x_ptr, y_ptr, out_ptr,
+    x_ptr,
+    y_ptr,
+    out_ptr,
     n_elements,
-    x_stride, y_stride,  # in elements, not bytes
+    x_stride,
+    y_stride,  # in elements, not bytes
     BLOCK_SIZE: tl.constexpr,
 ):
     pid = tl.program_id(axis=0)  # (1)!
@@ -36,6 +42,8 @@ def add_kernel(
     y = tl.load(y_ptr + offsets * y_stride, mask=mask)
     total = x.to(tl.float32) + y.to(tl.float32)  # (6)!
     tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)  # (7)!
+
+
 # --8<-- [end:kernel]
 
 
@@ -57,9 +65,12 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return out
     grid = (triton.cdiv(n_elements, BLOCK_SIZE),)  # (2)!
     add_kernel[grid](
-        x, y, out,  # (3)!
+        x,
+        y,
+        out,  # (3)!
         n_elements,
-        _flat_stride(x), _flat_stride(y),  # (4)!
+        _flat_stride(x),
+        _flat_stride(y),  # (4)!
         BLOCK_SIZE=BLOCK_SIZE,
         num_warps=8,  # (5)!
     )
@@ -91,6 +102,8 @@ def _check_inputs(x: torch.Tensor, y: torch.Tensor) -> None:
         raise TypeError(f"dtypes differ: x {x.dtype} vs y {y.dtype}")
     if x.device != y.device:
         raise ValueError(f"devices differ: x on {x.device}, y on {y.device}")
+
+
 # --8<-- [end:launcher]
 
 

@@ -1,0 +1,106 @@
+"""Every chapter's benchmark spec builds valid inputs and counts the work its page states."""
+
+from academy.bench.runner import load_spec
+from academy.bench.spec import BenchSpec, Case, Sweep
+from academy.chapters import all_chapters
+from academy.testing import rel_l2_error
+
+import pytest
+import torch
+
+SLUGS = [c.slug for c in all_chapters()]
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_spec_is_well_formed(slug):
+    spec = load_spec(slug)
+    assert spec.slug == slug
+    assert list(spec.providers)[0] == "academy", "ours is listed first"
+    cases = list(spec.cases())
+    assert cases and all(spec.work(case) > 0 for case in cases)
+    for mode, shape, dtype in spec.headline:
+        assert any(c.mode == mode and dict(c.params) == dict(shape) and c.dtype_name == dtype for c in cases), (
+            f"headline case {mode} {shape} {dtype} is not among the measured cases"
+        )
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_smallest_case_runs_our_op_against_the_reference(slug):
+    """The runner checks each provider like this before timing it; here on a shrunken case."""
+    spec = load_spec(slug)
+    case = next(iter(spec.cases()))
+    small = Case(case.sweep, case.x, {k: min(v, 64) for k, v in case.params.items()}, case.dtype, case.mode)
+    inputs = spec.make_inputs(small, "cpu")
+    assert all(t.abs().sum() > 0 for t in inputs), "inputs must never be zeros"
+    ours = spec.providers["academy"]()
+    assert rel_l2_error(ours(*inputs), spec.reference(*inputs)) < 1e-2
+
+
+def test_softmax_bytes_model():
+    spec = load_spec("fused_softmax")
+    fwd = Case("M=8192", "N", {"M": 8192, "N": 4096}, torch.bfloat16, "fwd")
+    both = Case("M=8192", "N", {"M": 8192, "N": 4096}, torch.bfloat16, "fwd+bwd")
+    assert spec.work(fwd) == 2 * 8192 * 4096 * 2  # read x, write y
+    assert spec.work(both) == 5 * 8192 * 4096 * 2  # + read y, dy; write dx
+
+
+def test_vector_add_bytes_model():
+    spec = load_spec("vector_add")
+    assert spec.work(Case("v", "n", {"n": 1000}, torch.float32, "fwd")) == 3 * 1000 * 4
+
+
+def _spec(**overrides):
+    fields = dict(
+        slug="x",
+        metric="bandwidth",
+        sweeps=[Sweep("s", "n", [{"n": 1}, {"n": 2}, {"n": 3}])],
+        dtypes=[torch.float32],
+        modes=["fwd"],
+        make_inputs=lambda c, d: (),
+        work=lambda c: 1.0,
+        reference=lambda: None,
+        providers={"academy": lambda: None},
+        quick_shapes=2,
+    )
+    fields.update(overrides)
+    return BenchSpec(**fields)
+
+
+def test_quick_keeps_the_first_shapes():
+    assert [c.params["n"] for c in _spec().cases(quick=True)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"metric": "speed"}, "metric"),
+        ({"modes": ["bwd"]}, "unknown modes"),
+        ({"providers": {"eager": lambda: None}}, "academy"),
+    ],
+)
+def test_bad_spec_is_rejected(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _spec(**overrides)
+
+
+def test_a_sweep_may_override_the_metric():
+    spec = _spec(
+        sweeps=[Sweep("gemv", x="n", shapes=[{"n": 1}]), Sweep("gemm", x="n", shapes=[{"n": 2}], metric="compute")]
+    )
+    assert [(c.sweep, c.metric) for c in spec.cases()] == [("gemv", "bandwidth"), ("gemm", "compute")]
+    with pytest.raises(ValueError, match="sweep 'gemv': metric"):
+        _spec(sweeps=[Sweep("gemv", x="n", shapes=[{"n": 1}], metric="speed")])
+
+
+def test_a_sweep_may_time_only_some_providers():
+    providers = {"academy": lambda: None, "academy:naive": lambda: None}
+    spec = _spec(
+        providers=providers,
+        sweeps=[
+            Sweep("small", x="n", shapes=[{"n": 1}], providers=["academy", "academy:naive"]),
+            Sweep("large", x="n", shapes=[{"n": 2}]),
+        ],
+    )
+    assert [c.providers for c in spec.cases()] == [("academy", "academy:naive"), None]
+    with pytest.raises(ValueError, match="does not have"):
+        _spec(sweeps=[Sweep("s", x="n", shapes=[{"n": 1}], providers=["cublas"])])

@@ -1,0 +1,328 @@
+"""academy.bench.render on small synthetic results.
+
+Every number below is a planted fixture value chosen so the expected output can
+be worked out by hand; none of it is a published measurement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import xml.etree.ElementTree as ET
+
+from academy.bench import render
+from academy.bench.results import Results
+
+import pytest
+
+from tests.results_fixtures import make_results, make_row
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture
+def results():
+    # N=1024: ours 1.0 ms, eager 2.0 ms, compile 1.5 ms  -> best peer compile, 1.50x
+    # N=4096: ours 4.0 ms, eager 3.0 ms, no compile      -> best peer eager, 0.75x
+    # N=16384: ours only                                 -> no ratio
+    return make_results(
+        [
+            make_row("academy", 1024, 1.0),
+            make_row("eager", 1024, 2.0),
+            make_row("compile", 1024, 1.5),
+            make_row("eager", 4096, 3.0),
+            make_row("academy", 4096, 4.0),
+            make_row("academy", 16384, 10.0),
+        ],
+        skipped={"liger": "not installed"},
+    )
+
+
+def table_cells(markdown):
+    lines = [l for l in markdown.splitlines() if l.startswith("|")]
+
+    def split(line):
+        return [c.strip() for c in line.strip("|").split("|")]
+
+    return split(lines[0]), [split(line) for line in lines[2:]]
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (2950.4, "2,950"),
+        (0.012345, "0.0123"),
+        (1.0, "1.00"),
+        (9.996, "10.0"),
+        (123456, "123,000"),
+        (87.25, "87.2"),
+        (0, "0"),
+    ],
+)
+def test_fmt_three_significant_figures(value, text):
+    assert render.fmt(value) == text
+
+
+def test_provider_order_ours_first_then_known_peers_then_sorted():
+    assert render.order_providers(["zeta", "liger", "eager", "academy", "compile", "alpha"]) == [
+        "academy",
+        "eager",
+        "compile",
+        "liger",
+        "alpha",
+        "zeta",
+    ]
+
+
+# --------------------------------------------------------------------------- table
+
+
+def test_table_columns_and_ratios(results):
+    header, rows = table_cells(render.table(results))
+    assert header == ["M×N", "ours", "eager", "torch.compile", "% of copy", "vs best peer"]
+    assert [r[0] for r in rows] == ["8192×1024", "8192×4096", "8192×16384"]
+    first, second, third = rows
+    # rate = 2*8192*1024*2 B / 1 ms = 33.6 GB/s; p20/p80 = 0.99/1.02 ms -> ±1.5%
+    assert first[1] == "1.00 ms <small>±1.5%</small><br>33.6 GB/s"
+    assert first[2].startswith("2.00 ms")
+    assert first[-1] == "**1.50×** <small>torch.compile</small>"  # 1.5 ms / 1.0 ms, bold: ours faster
+    assert second[-1] == "0.75× <small>eager</small>"  # 3.0 / 4.0, not bold
+    assert third[-1] == "—"
+    assert first[-2] == "1.12%"  # 33.55 / 3000
+
+
+def test_table_missing_provider_is_a_dash(results):
+    _, rows = table_cells(render.table(results))
+    assert rows[1][3] == "—"  # no torch.compile at N=4096
+    assert rows[2][2:4] == ["—", "—"]  # ours alone at N=16384
+
+
+def test_table_two_to_one_and_tie():
+    res = make_results([make_row("academy", 512, 1.0), make_row("eager", 512, 2.0)])
+    _, rows = table_cells(render.table(res))
+    assert rows[0][-1].startswith("**2.00×**")
+    tie = make_results([make_row("academy", 512, 1.0), make_row("eager", 512, 1.0)])
+    assert table_cells(render.table(tie))[1][0][-1].startswith("**1.00×**")  # a tie is bold too
+
+
+def test_table_mentions_skipped_providers_and_ceiling(results):
+    text = render.table(results)
+    assert "Liger (not installed)" in text
+    assert "3,000 GB/s" in text
+
+
+def test_table_filters_and_extra_columns():
+    res = make_results([make_row("academy", 1024, 1.0, mode="fwd"), make_row("academy", 1024, 3.0, mode="fwd+bwd")])
+    header, rows = table_cells(render.table(res))
+    assert header[:2] == ["M×N", "mode"] and len(rows) == 2
+    header, rows = table_cells(render.table(res, mode="fwd+bwd"))
+    assert "mode" not in header and len(rows) == 1 and rows[0][1].startswith("3.00 ms")
+    with pytest.raises(ValueError, match="mode='bwd'"):
+        render.table(res, mode="bwd")
+
+
+# --------------------------------------------------------------------------- plot
+
+
+def parse_svg(text):
+    figure = ET.fromstring(text)  # raises on malformed XML
+    assert figure.tag == "div"
+    (svg,) = list(figure)
+    return svg
+
+
+def test_plot_is_well_formed_svg_with_series_and_ceiling(results):
+    svg = parse_svg(render.plot(results, sweep="M=8192", mode="fwd", dtype="bfloat16"))
+    assert svg.get("role") == "img" and svg.get("aria-label")
+    assert svg.get("width") == "100%" and svg.get("viewBox")
+    assert svg.find(f"{SVG}title") is not None
+    series = svg.findall(f".//{SVG}g[@class='series']")
+    assert [g.get("data-provider") for g in series] == ["academy", "eager", "compile"]
+    academy = series[0]
+    assert len(academy.findall(f"{SVG}polyline")) == 1
+    assert len(academy.findall(f"{SVG}circle")) == 3  # one marker per point
+    assert series[2].findall(f"{SVG}polyline") == []  # one point: markers, no line
+    ceiling = svg.find(f".//{SVG}g[@class='ceiling']")
+    assert ceiling.find(f"{SVG}line").get("stroke-dasharray")
+    assert ceiling.find(f"{SVG}text").text == "copy ceiling 3,000 GB/s"
+    assert 'stroke="currentColor"' in render.plot(results)
+
+
+def x_positions(svg, provider="academy"):
+    g = svg.find(f".//{SVG}g[@data-provider='{provider}']")
+    return [float(c.get("cx")) for c in g.findall(f"{SVG}circle")]
+
+
+def test_plot_log_scale_when_span_at_least_4x(results):
+    svg = parse_svg(render.plot(results))
+    xs = x_positions(svg)  # 1024, 4096, 16384: equal steps on a log2 axis
+    assert xs[1] - xs[0] == pytest.approx(xs[2] - xs[1], abs=0.2)
+    assert "log₂" in ET.tostring(svg, encoding="unicode")
+
+
+def test_plot_linear_scale_when_span_below_4x():
+    res = make_results([make_row("academy", n, 1.0) for n in (2048, 4096, 6144)])
+    svg = parse_svg(render.plot(res))
+    xs = x_positions(svg)
+    assert xs[1] - xs[0] == pytest.approx(xs[2] - xs[1], abs=0.2)  # equal steps on a linear axis
+    assert "log₂" not in ET.tostring(svg, encoding="unicode")
+    assert render.use_log_scale([1024, 4096]) and not render.use_log_scale([1024, 4095])
+
+
+def test_plot_needs_a_choice_when_ambiguous():
+    res = make_results([make_row("academy", 1024, 1.0, mode="fwd"), make_row("academy", 1024, 2.0, mode="fwd+bwd")])
+    with pytest.raises(ValueError, match="mode"):
+        render.plot(res)
+    parse_svg(render.plot(res, mode="fwd+bwd"))
+
+
+def test_plot_compute_metric_labels_matmul_ceiling():
+    rows = [make_row("academy", n, 1.0) for n in (1024, 2048)]
+    svg = parse_svg(render.plot(make_results(rows, metric="compute")))
+    assert svg.find(f".//{SVG}g[@class='ceiling']/{SVG}text").text == "matmul ceiling 750 TFLOP/s"
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def test_summary_quotes_computed_numbers(results):
+    text = render.summary(results, [("fwd", {"M": 8192, "N": 1024}, "bfloat16")])
+    assert text.startswith('!!! success "On H100')
+    assert "**1.12%** of the copy ceiling" in text
+    assert "**1.50×** the speed of the best peer, torch.compile (1.50 ms vs ours 1.00 ms)" in text
+
+
+def test_summary_warns_when_slower_or_missing(results):
+    text = render.summary(
+        results, [("fwd", {"M": 8192, "N": 1024}, "bfloat16"), ("fwd", {"M": 8192, "N": 4096}, "bfloat16")]
+    )
+    assert text.startswith("!!! warning") and "**0.75×**" in text
+    missing = render.summary(results, [("fwd+bwd", {"M": 8192, "N": 1024}, "bfloat16")])
+    assert missing.startswith("!!! warning") and "not measured" in missing
+    with pytest.raises(ValueError):
+        render.summary(results, [])
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def test_provenance_collapsed_with_details(results):
+    text = render.provenance(results, current_kernel_hash="aaaa")
+    assert text.startswith('??? info "Measured on NVIDIA H100 80GB HBM3, 2025-01-02"')
+    for needle in ("132 SMs", "570.00", "12.8", "2.11.0", "3.6.0", "0123456789ab", "3,000 GB/s", "750 TFLOP/s"):
+        assert needle in text
+    assert "!!! warning" not in text
+    assert "!!! warning" not in render.provenance(results)
+
+
+def test_provenance_stale_warning_only_when_hash_differs(results):
+    text = render.provenance(results, current_kernel_hash="bbbb")
+    assert text.startswith("!!! warning") and "`aaaa`" in text and "`bbbb`" in text
+    assert "academy bench fixture_op" in text
+
+
+# --------------------------------------------------------------------------- overview
+
+
+def test_overview_one_line_per_file(results):
+    other = make_results(
+        [make_row("academy", 1024, 0.5), make_row("eager", 1024, 2.0)], gpu="NVIDIA H200", kernel_hash="old"
+    )
+    text = render.overview(
+        [other, results],
+        headlines={"fixture_op": [("fwd", {"M": 8192, "N": 1024}, "bfloat16")]},
+        current_hashes={"fixture_op": "aaaa"},
+    )
+    header, rows = table_cells(text)
+    assert len(rows) == 2 and [r[1] for r in rows] == ["H100", "H200"]
+    assert rows[0][0] == "[Fixture op](kernels/fixture_op.md)"
+    assert rows[0][4] == "1.50×" and rows[1][4] == "4.00×"
+    # best % of ceiling on H100 is at N=16384: 2*8192*16384*2 B / 10 ms = 53.7 GB/s -> 1.79 %
+    assert rows[0][2] == "1.79% copy"
+    assert "stale" not in rows[0][5] and "stale" in rows[1][5]
+
+
+def test_overview_geomean_without_headline_and_empty():
+    res = make_results(
+        [
+            make_row("academy", 1024, 1.0),
+            make_row("eager", 1024, 4.0),
+            make_row("academy", 2048, 1.0),
+            make_row("eager", 2048, 1.0),
+        ]
+    )
+    _, rows = table_cells(render.overview([res]))
+    assert rows[0][4].startswith("2.00×")  # sqrt(4 * 1)
+    assert render.overview([]).startswith("!!! note")
+
+
+def test_overview_links_to_the_page_that_owns_the_chapter(results):
+    _, rows = table_cells(render.overview([results], pages={"fixture_op": "tutorials/fixture_op.py"}))
+    assert rows[0][0] == "[Fixture op](tutorials/fixture_op.py)"
+
+
+# --------------------------------------------------------------------------- our own variants, metrics, memory
+
+
+def test_our_variants_are_never_the_best_peer():
+    # The naive stage is slower than ours and faster than eager: still not a peer.
+    res = make_results(
+        [
+            make_row("academy", 4096, 1.0),
+            make_row("academy:naive", 4096, 0.5),
+            make_row("eager", 4096, 2.0),
+        ]
+    )
+    header, rows = table_cells(render.table(res))
+    assert header[1:4] == ["ours", "ours (naive)", "eager"]
+    assert rows[0][-1].startswith("**2.00×**") and "eager" in rows[0][-1]
+    assert "earlier stages, not peers" in render.table(res)
+    case = render.find_case(res, "fwd", {"M": 8192, "N": 4096}, "bfloat16")
+    assert render.compare(case).best_peer.provider == "eager"
+
+
+def test_a_compute_sweep_in_a_bandwidth_file_uses_its_own_unit_and_ceiling():
+    gemv = make_row("academy", 4096, 1.0, sweep="M=1")
+    gemm = dataclasses.replace(make_row("academy", 4096, 1.0, sweep="M=4096"), metric="compute")
+    res = make_results([gemv, gemm])
+    assert "TFLOP/s" in render.table(res, sweep="M=4096") and "% of matmul" in render.table(res, sweep="M=4096")
+    assert "GB/s" in render.table(res, sweep="M=1") and "% of copy" in render.table(res, sweep="M=1")
+    svg = parse_svg(render.plot(res, sweep="M=4096"))
+    assert svg.find(f".//{SVG}g[@class='ceiling']/{SVG}text").text == "matmul ceiling 750 TFLOP/s"
+    with pytest.raises(ValueError, match="mix metrics"):
+        render.table(res)
+
+
+def test_results_file_without_row_metrics_reads_the_file_metric():
+    res = make_results([make_row("academy", 1024, 1.0)], metric="compute")
+    data = json.loads(res.to_json())
+    del data["rows"][0]["metric"]
+    assert Results.from_dict(data).rows[0].metric == "compute"
+
+
+def test_memory_table_quotes_each_peak_as_a_multiple_of_ours():
+    ours, unfused, eager = (
+        dataclasses.replace(make_row(p, 4096, 1.0), peak_mib=mib)
+        for p, mib in (("academy", 100.0), ("academy:unfused", 250.0), ("eager", 400.0))
+    )
+    header, rows = table_cells(render.memory(make_results([ours, unfused, eager])))
+    assert header == ["M×N", "ours", "ours (unfused)", "eager"]
+    assert rows[0][1:] == ["100 MiB", "250 MiB <small>2.50×</small>", "400 MiB <small>4.00×</small>"]
+
+
+def test_memory_table_needs_recorded_peaks(results):
+    with pytest.raises(ValueError, match="no peak memory"):
+        render.memory(results)
+
+
+def test_table_says_which_peers_were_timed_from_the_host():
+    res = make_results(
+        [make_row("academy", 4096, 1.0), dataclasses.replace(make_row("liger", 4096, 2.0), host_timed=True)]
+    )
+    assert (
+        "Timed from the host with CUDA events" in render.table(res) and "Liger" in render.table(res).split("host")[-1]
+    )
+    assert "Timed from the host" not in render.table(make_results([make_row("academy", 4096, 1.0)]))

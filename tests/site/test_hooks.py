@@ -1,0 +1,170 @@
+"""The MkDocs hook: directive parsing, expansion, and chapters with and without results.
+
+Chapters here are fixtures written to a temporary examples/ folder; no published numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+from pathlib import Path
+
+from academy import chapters
+from academy.bench.results import save
+from academy.docs import hooks
+from academy.docs.hooks import Directive, DirectiveError, expand, parse_directive
+
+import pytest
+
+from tests.results_fixtures import make_results, make_row
+
+# --------------------------------------------------------------------------- parsing
+
+
+def test_parse_value_is_everything_after_first_equals():
+    d = parse_directive(" table fused_softmax sweep=M=8192 mode=fwd+bwd dtype=bfloat16 ")
+    assert d == Directive("table", "fused_softmax", {"sweep": "M=8192", "mode": "fwd+bwd", "dtype": "bfloat16"})
+
+
+def test_parse_quoted_value_and_bare_directives():
+    assert parse_directive('plot x sweep="M=8192, D=128"').options == {"sweep": "M=8192, D=128"}
+    assert parse_directive("overview") == Directive("overview")
+    assert parse_directive("summary rms_norm") == Directive("summary", "rms_norm")
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("tabel x", "unknown directive bench:tabel"),
+        ("table x colour=red", "unknown key 'colour'"),
+        ("table x mode=fwd mode=fwd", "given twice"),
+        ("table x mode=", "no value"),
+        ("table", "exactly one chapter slug"),
+        ("table a b", "exactly one chapter slug"),
+        ("summary x mode=fwd", "takes no options"),
+        ("overview x", "takes no slug"),
+        ("", "empty"),
+    ],
+)
+def test_parse_errors(body, message):
+    with pytest.raises(DirectiveError, match=message):
+        parse_directive(body)
+
+
+# --------------------------------------------------------------------------- expansion
+
+
+def echo(d: Directive) -> str:
+    return f"[{d.name}:{d.slug}:{sorted(d.options.items())}]\nsecond line"
+
+
+def test_expand_replaces_whole_line_directives_keeping_indent():
+    page = "# Title\n\n<!-- bench:table a sweep=M=8192 -->\n\n!!! note\n    <!-- bench:overview -->\n"
+    out = expand(page, echo)
+    assert "[table:a:[('sweep', 'M=8192')]]\nsecond line" in out
+    assert "    [overview:None:[]]\n    second line" in out
+    assert "<!--" not in out
+
+
+def test_expand_leaves_code_fences_and_inline_mentions_alone():
+    page = "```markdown\n<!-- bench:tabel x -->\n```\n\nUse `<!-- bench:table SLUG -->` to show a table.\n"
+    assert expand(page, echo) == page
+
+
+def test_expand_unknown_directive_raises_with_line_number():
+    with pytest.raises(DirectiveError, match=r"line 3: unknown directive bench:tabel"):
+        expand("a\n\n<!-- bench:tabel x -->\n", echo)
+
+
+def test_hook_turns_errors_into_build_errors():
+    from mkdocs.exceptions import BuildError
+
+    with pytest.raises(BuildError, match="unknown directive"):
+        hooks.on_page_markdown("<!-- bench:nope -->\n", page=None)
+
+
+# --------------------------------------------------------------------------- chapters on disk
+
+
+@pytest.fixture
+def examples(tmp_path, monkeypatch):
+    """A temporary examples/ with a chapter `fixture_op` (no results yet) and its bench spec."""
+    root = tmp_path / "examples"
+    package = root / "fixture_op"
+    package.mkdir(parents=True)
+    (package / "kernel.py").write_text("def op(x):\n    return x\n")
+    monkeypatch.setattr(chapters, "EXAMPLES_DIR", root)
+    module = type(sys)("examples.fixture_op.bench")
+    module.SPEC = type("Spec", (), {"headline": (("fwd", {"M": 8192, "N": 1024}, "bfloat16"),)})()
+    monkeypatch.setitem(sys.modules, "examples.fixture_op.bench", module)
+    return package
+
+
+def current_hash(package):
+    return chapters.code_hash((package / "kernel.py").read_text())
+
+
+def test_no_results_renders_a_note(examples):
+    out = expand("<!-- bench:table fixture_op -->", hooks.render_directive)
+    assert out.startswith('!!! note "Not measured yet"') and "academy bench fixture_op" in out
+
+
+def test_unknown_slug_raises(examples):
+    with pytest.raises(DirectiveError, match="no chapter 'nope'"):
+        expand("<!-- bench:table nope -->", hooks.render_directive)
+
+
+def test_bad_filter_value_raises(examples):
+    save(make_results([make_row("academy", 1024, 1.0)], kernel_hash=current_hash(examples)), examples / "results")
+    with pytest.raises(DirectiveError, match="mode='bwd'"):
+        expand("<!-- bench:table fixture_op mode=bwd -->", hooks.render_directive)
+
+
+def test_one_gpu_no_tabs_several_gpus_tabs(examples):
+    save(make_results([make_row("academy", 1024, 1.0), make_row("eager", 1024, 2.0)]), examples / "results")
+    one = expand("<!-- bench:summary fixture_op -->", hooks.render_directive)
+    assert "===" not in one and "**2.00×**" in one
+    save(make_results([make_row("academy", 1024, 1.0)], gpu="NVIDIA H200"), examples / "results")
+    both = expand("<!-- bench:table fixture_op sweep=M=8192 -->", hooks.render_directive)
+    assert '=== "H100"' in both and '=== "H200"' in both
+    assert both.index('=== "H100"') < both.index('=== "H200"')
+    assert "\n    | M×N |" in both  # tab content is indented
+
+
+def test_stale_results_logged_and_warned(examples, caplog):
+    save(make_results([make_row("academy", 1024, 1.0)], kernel_hash="old"), examples / "results")
+    with caplog.at_level(logging.INFO, logger="mkdocs.plugins.academy"):
+        out = expand("<!-- bench:provenance fixture_op -->", hooks.render_directive)
+    assert out.startswith("!!! warning")
+    assert any("stale results" in r.message and r.levelno == logging.INFO for r in caplog.records)
+
+
+def test_fresh_results_no_warning(examples, caplog):
+    save(make_results([make_row("academy", 1024, 1.0)], kernel_hash=current_hash(examples)), examples / "results")
+    with caplog.at_level(logging.INFO, logger="mkdocs.plugins.academy"):
+        out = expand("<!-- bench:provenance fixture_op -->", hooks.render_directive)
+    assert out.startswith("??? info") and "!!! warning" not in out
+    assert not caplog.records
+
+
+def test_overview_lists_chapters_with_results(examples):
+    assert expand("<!-- bench:overview -->", hooks.render_directive).startswith("!!! note")
+    save(make_results([make_row("academy", 1024, 1.0), make_row("eager", 1024, 3.0)]), examples / "results")
+    out = expand("<!-- bench:overview -->", hooks.render_directive)
+    assert "[Fixture op](kernels/fixture_op.md)" in out and "3.00×" in out
+
+
+def test_not_measured_note_once_per_page(examples):
+    page = "<!-- bench:summary fixture_op -->\n\n<!-- bench:table fixture_op -->\n\n<!-- bench:plot fixture_op -->\n"
+    out = hooks.on_page_markdown(page, page=None)
+    assert out.count("Not measured yet") == 1
+
+
+def test_memory_directive_renders_peaks(examples):
+    rows = [
+        dataclasses.replace(make_row(p, 1024, 1.0), peak_mib=mib) for p, mib in (("academy", 10.0), ("eager", 30.0))
+    ]
+    save(make_results(rows, kernel_hash=current_hash(examples)), examples / "results")
+    out = expand("<!-- bench:memory fixture_op mode=fwd -->", hooks.render_directive)
+    assert "| 8192×1024 | 10.0 MiB | 30.0 MiB <small>3.00×</small> |" in out

@@ -1,0 +1,65 @@
+"""The site's own speed: a reader's first page view stays small, and the build stays fast."""
+
+from __future__ import annotations
+
+import os
+
+from academy.pytest_site import KATEX_DONE, PageWatch
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+LANDING_LIMIT_BYTES = 1_500_000  # 1.5 MB: the landing page with every asset it loads
+BUILD_LIMIT_S = 180  # the full strict build, notebooks executed, on CI's 2 cores
+
+
+def test_landing_page_weight(base_url, browser):
+    """Bytes of the landing page and every asset Chromium fetches for it, on a first (cold) visit.
+
+    Counted as served, uncompressed (the local server does not compress): the
+    strictest reading. Material's search worker fetches the whole search index
+    with the first page, so the index (which grows with every chapter) is most
+    of the weight; the gzip figure printed alongside is what a compressing host
+    (GitHub Pages, Netlify) would actually send."""
+    context = browser.new_context()
+    watch = PageWatch(context, gzip_sizes=True)
+    page = context.new_page()
+    watch.attach(page)
+    page.goto(base_url + "/", wait_until="networkidle")
+    page.wait_for_function(KATEX_DONE, timeout=10_000)
+    page.wait_for_load_state("networkidle")
+    sizes, gz = dict(watch.bytes), dict(watch.gzip_bytes)
+    context.close()
+    total = sum(sizes.values())
+    biggest = sorted(sizes.items(), key=lambda kv: -kv[1])[:6]
+    print(
+        f"landing page: {total:,} bytes in {len(sizes)} requests (limit {LANDING_LIMIT_BYTES:,}); "
+        f"{sum(gz.values()):,} bytes if the host compresses with gzip"
+    )
+    for url, size in biggest:
+        print(f"  {size:>9,}  {url.split('/', 3)[-1] or '(index.html)'}")
+    assert not watch.external, watch.external
+    assert total <= LANDING_LIMIT_BYTES, f"the landing page weighs {total:,} bytes, over {LANDING_LIMIT_BYTES:,}"
+
+
+def test_build_time(site_build):
+    if site_build.seconds != site_build.seconds:  # NaN: a prebuilt site (ACADEMY_SITE_DIR)
+        pytest.skip("ACADEMY_SITE_DIR: the site was built beforehand, its build time is unknown")
+    cores = os.cpu_count()
+    print(
+        f"mkdocs build --strict (notebooks executed): {site_build.seconds:.1f} s on {cores} cores "
+        f"(limit {BUILD_LIMIT_S} s)"
+    )
+    assert site_build.seconds < BUILD_LIMIT_S
+
+
+def test_search_index_holds_no_code_blocks(site_dir):
+    """The hook drops listings from the search index (academy/docs/hooks.py, on_post_build): they were
+    most of the landing page's weight. Prose and inline code stay."""
+    import json
+
+    data = json.loads((site_dir / "search" / "search_index.json").read_text(encoding="utf-8"))
+    texts = [doc["text"] for doc in data["docs"]]
+    assert not [t for t in texts if "<pre>" in t]
+    assert any("<code>" in t for t in texts)
