@@ -115,6 +115,8 @@ def test_code_annotations_are_keyboard_reachable(base_url, browser):
     context = browser.new_context()
     page = context.new_page()
     page.goto(base_url + ANNOTATED_PAGE, wait_until="networkidle")
+    # Material builds the annotations from script after the load: wait for them, not for the network.
+    page.wait_for_function("document.querySelectorAll('.md-annotation').length > 0", timeout=30_000)
     total = page.evaluate("document.querySelectorAll('.md-annotation').length")
     assert total > 0, f"{ANNOTATED_PAGE} has no code annotations to test"
     focused, presses = None, 0
