@@ -7,6 +7,7 @@ so a results file records "not installed" rather than a run failing.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from collections.abc import Callable
 
 import torch
@@ -57,6 +58,21 @@ def liger(
         return op
 
     return load
+
+
+PEER_DISTRIBUTIONS = ("liger-kernel", "gemlite")
+"""The peer libraries whose versions every results file records."""
+
+
+def peer_versions() -> dict[str, str]:
+    """The installed version of each peer library, by distribution name; absent ones are left out."""
+    found = {}
+    for name in PEER_DISTRIBUTIONS:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
 
 
 def host_synchronising(op: Callable) -> Callable:

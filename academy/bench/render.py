@@ -560,6 +560,12 @@ def _indent(text: str, prefix: str = "    ") -> str:
     return "\n".join(prefix + line if line.strip() else "" for line in text.splitlines())
 
 
+def _peer_libraries(peers: dict[str, str] | None) -> str:
+    if peers is None:
+        return "not recorded"
+    return ", ".join(f"{name} {version}" for name, version in sorted(peers.items())) or "none installed"
+
+
 def provenance(results: Results, *, current_kernel_hash: str | None = None) -> str:
     """A collapsed block with the machine, versions and ceilings; a visible warning when stale."""
     prov, ceil = results.provenance, results.ceilings
@@ -572,6 +578,7 @@ def provenance(results: Results, *, current_kernel_hash: str | None = None) -> s
         ("Date", prov.date),
         ("Commit", f"`{commit}`"),
         ("Kernel hash", f"`{prov.kernel_hash}`"),
+        ("Peer libraries", _peer_libraries(prov.peers)),
         (
             "Copy ceiling",
             f"{fmt_rate(ceil.copy_gbps, 'GB/s')} "

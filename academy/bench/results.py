@@ -40,6 +40,9 @@ class Provenance:
     git_commit: str
     git_dirty: bool
     kernel_hash: str  # academy.chapters.code_hash of examples/<slug>/kernel.py
+    peers: dict[str, str] | None = None
+    """Versions of the peer libraries installed for the run (``{"liger-kernel": "0.8.5"}``); ``None`` in
+    files written before the field existed."""
 
 
 @dataclass(frozen=True)

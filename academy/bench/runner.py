@@ -19,6 +19,7 @@ import platform
 import random
 from collections.abc import Callable, Sequence
 
+from academy.bench.peers import peer_versions
 from academy.bench.results import OURS, Ceilings, Provenance, Results, Row
 from academy.bench.spec import BenchSpec, Case
 from academy.chapters import chapter
@@ -225,6 +226,7 @@ def provenance(slug: str) -> Provenance:
         git_commit=commit,
         git_dirty=dirty,
         kernel_hash=chapter(slug).code_hash(),
+        peers=peer_versions(),
     )
 
 

@@ -326,3 +326,13 @@ def test_table_says_which_peers_were_timed_from_the_host():
         "Timed from the host with CUDA events" in render.table(res) and "Liger" in render.table(res).split("host")[-1]
     )
     assert "Timed from the host" not in render.table(make_results([make_row("academy", 4096, 1.0)]))
+
+
+def test_provenance_names_the_peer_libraries_and_old_files_without_them_load(results):
+    data = json.loads(results.to_json())
+    del data["provenance"]["peers"]  # a file written before the field existed
+    assert "| Peer libraries | not recorded |" in render.provenance(Results.from_dict(data))
+    data["provenance"]["peers"] = {}
+    assert "| Peer libraries | none installed |" in render.provenance(Results.from_dict(data))
+    data["provenance"]["peers"] = {"liger-kernel": "0.8.5", "gemlite": "0.6.0"}
+    assert "| Peer libraries | gemlite 0.6.0, liger-kernel 0.8.5 |" in render.provenance(Results.from_dict(data))
