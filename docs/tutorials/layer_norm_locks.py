@@ -250,12 +250,19 @@ for barrier in (True, False):
 # 512, against PyTorch and NVIDIA Apex's fused layer norm. It reported
 # bandwidth as $2 \cdot \text{numel} \cdot \text{size} / t$ for the forward and
 # $3 \cdot \text{numel} \cdot \text{size} / t$ for the backward, timed with
-# `do_bench(..., rep=500, grad_to_none=[...])` so gradients did not
-# accumulate across repetitions. Its published table showed the Triton
-# backward well ahead of both, on a GPU it did not name. We do not copy those
-# figures: without a named GPU and the same run's ceiling they cannot be
-# compared with anything. Our own measurement is below, taken the way
-# [Performance](../../performance/) describes.
+# `do_bench(..., rep=500, grad_to_none=[x])`: CUDA events around each call,
+# after zeroing a 256 MB buffer to clear L2. `grad_to_none=[x]` reset only
+# `x.grad` between repetitions, so the weight and bias gradients did
+# accumulate (each call also added into $\gamma$'s and $\beta$'s `.grad`, a
+# small extra read and write of $2N$ values). Its published table put the
+# Triton backward well ahead of both, on a GPU it did not name: at
+# $N = 4096$, $561.7$ GB/s against $220.9$ for PyTorch and $294.3$ for Apex.
+# Without a named GPU and the same run's ceiling those figures say nothing
+# about an H100; the [LayerNorm chapter's
+# Performance](../../kernels/layer_norm/#performance) section sets them beside
+# our own run of this design, and says what became of the ranking. Our own
+# measurement is below, taken the way [Performance](../../performance/)
+# describes.
 #
 # ## What this version leaves on the table
 #
