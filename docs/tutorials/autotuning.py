@@ -25,7 +25,7 @@
 # - why autotuning makes a tutorial (and a first call) slow;
 # - how an autotuned kernel still runs under the CPU interpreter.
 #
-# The kernel is `examples/tiled_matmul/autotune.py`, the tutorial matmul with
+# The kernel is `examples/autotuning/autotune.py`, the tutorial matmul with
 # its meta-parameters searched.
 
 # %%
@@ -35,7 +35,8 @@ from academy.notebook import answer, show
 import torch
 import triton
 
-from examples.tiled_matmul.autotune import (
+from examples.autotuning.answers import shared_memory_bytes
+from examples.autotuning.autotune import (
     CONFIGS,
     configs_for,
     even_k,
@@ -43,7 +44,6 @@ from examples.tiled_matmul.autotune import (
     matmul_autotuned_kernel,
     prune_configs,
 )
-from examples.tiled_matmul.exercises import shared_memory_bytes
 
 torch.manual_seed(0)
 print("device:", academy.DEVICE, "| interpreted:", academy.INTERPRETED)
@@ -92,7 +92,7 @@ for c in configs_for(interpreted=False):
 # itself, so fp16 and fp32 are tuned apart.
 
 # %%
-show("examples/tiled_matmul/autotune.py:configs")
+show("examples/autotuning/autotune.py:configs")
 
 # %% [markdown]
 # 1. Under the interpreter there is nothing to time (section 6), so the list
@@ -105,7 +105,7 @@ show("examples/tiled_matmul/autotune.py:configs")
 # `jit` innermost.
 
 # %%
-show("examples/tiled_matmul/autotune.py:autotuned_kernel")
+show("examples/autotuning/autotune.py:autotuned_kernel")
 
 # %% [markdown]
 # 1. The key. Every distinct `(M, N, K)` (and dtype) is tuned once. A key
@@ -123,7 +123,7 @@ show("examples/tiled_matmul/autotune.py:autotuned_kernel")
 # chosen config, because the number of tiles depends on it:
 
 # %%
-show("examples/tiled_matmul/autotune.py:launcher")
+show("examples/autotuning/autotune.py:launcher")
 
 # %% [markdown]
 # 1. The grid as a function of the meta-parameters: the autotuner calls it
@@ -139,7 +139,7 @@ show("examples/tiled_matmul/autotune.py:launcher")
 # uses what it returns (at least one config).
 
 # %%
-show("examples/tiled_matmul/autotune.py:prune")
+show("examples/autotuning/autotune.py:prune")
 
 # %% [markdown]
 # 1. No tile larger than the matrix rounded up to a power of two (a tile of
@@ -306,17 +306,17 @@ for K in (64, 70):  # EVEN_K, then masked
 # tuning.
 
 # %%
-answer("examples/tiled_matmul/exercises.py:matmul_bucketed")
+answer("examples/autotuning/answers.py:matmul_bucketed")
 
 # %% [markdown]
 # **2. Will it fit?** Write `shared_memory_bytes(config, dtype)` and use it to
 # list the GPU configs that fit in 100 KiB of shared memory for fp32 inputs.
 
 # %%
-answer("examples/tiled_matmul/exercises.py:shared_memory_bytes")
+answer("examples/autotuning/answers.py:shared_memory_bytes")
 
 # %%
-from examples.tiled_matmul.exercises import configs_that_fit
+from examples.autotuning.answers import configs_that_fit
 
 for c in configs_that_fit(configs_for(interpreted=False), torch.float32, 100 * 1024):
     print(
@@ -329,5 +329,5 @@ for c in configs_that_fit(configs_for(interpreted=False), torch.float32, 100 * 1
     )
 
 # %% [markdown]
-# Both answers run as tests in `tests/test_exercises_tiled_matmul.py`; on a
+# Both answers run as tests in `tests/autotuning/test_answers.py`; on a
 # GPU a test also checks that 1000, 1010 and 1024 rows share one tuning.

@@ -18,7 +18,7 @@
 # tools for finding out what a kernel really does, and then the mistakes
 # that come up again and again, each one run here so you can see its
 # symptom. Every kernel on the page lives in
-# `examples/learn_answers/debugging.py` (Triton reads a kernel's source from
+# `examples/debugging/answers.py` (Triton reads a kernel's source from
 # its file); the cells below show its sections and run them.
 #
 # ## The interpreter: your kernel as NumPy
@@ -46,7 +46,7 @@ from academy.testing import random_tensor
 import numpy as np
 import torch
 
-from examples.learn_answers import debugging as dbg
+from examples.debugging import answers as dbg
 
 print("device:", academy.DEVICE, "| interpreted:", academy.INTERPRETED)
 
@@ -71,7 +71,7 @@ def show_error(call):
 # under the interpreter there is no compilation, so they run in every program.
 
 # %%
-show("examples/learn_answers/debugging.py:static_checks")
+show("examples/debugging/answers.py:static_checks")
 
 # %%
 x, out = random_tensor(100), torch.empty(100, device=academy.DEVICE)
@@ -85,7 +85,7 @@ show_error(lambda: dbg.static_checks_kernel[(1,)](x, out, 100, BLOCK=24))
 # one program under an `if pid == 0:`. The interpreter prints once per program:
 
 # %%
-show("examples/learn_answers/debugging.py:device_print")
+show("examples/debugging/answers.py:device_print")
 
 # %%
 sums = torch.empty(2, device=academy.DEVICE)
@@ -120,7 +120,7 @@ dbg.block_sums_kernel[(2,)](x, sums, 100, BLOCK=64)
 # goes unnoticed when every test size is a multiple of the block.
 
 # %%
-show("examples/learn_answers/debugging.py:unmasked_copy")
+show("examples/debugging/answers.py:unmasked_copy")
 
 # %% [markdown]
 # To catch it, give the kernel a view of a larger buffer whose tail is
@@ -129,7 +129,7 @@ show("examples/learn_answers/debugging.py:unmasked_copy")
 # reads inside memory we own.
 
 # %%
-show("examples/learn_answers/debugging.py:guard_band")
+show("examples/debugging/answers.py:guard_band")
 
 # %%
 n, guard = 1000, 64
@@ -153,7 +153,7 @@ for kernel in (dbg.unmasked_copy_kernel, dbg.copy_kernel):
 # wrong for a max: on a row of negative numbers, the padding wins.
 
 # %%
-show("examples/learn_answers/debugging.py:row_max_wrong_other")
+show("examples/debugging/answers.py:row_max_wrong_other")
 
 # %%
 x = -random_tensor((4, 37)).abs() - 0.5  # every value negative; 37 columns in a 64-wide block
@@ -193,7 +193,7 @@ print("row * stride for row 70,000 of a 32,768-wide matrix:", int((row * stride)
 # takes compile-time constants. Passing a runtime argument fails with:
 
 # %%
-show("examples/learn_answers/debugging.py:runtime_arange")
+show("examples/debugging/answers.py:runtime_arange")
 
 # %%
 x, out = random_tensor(64), torch.empty(64, device=academy.DEVICE)
@@ -222,7 +222,7 @@ show_error(lambda: dbg.copy_kernel[(1,)](x, out, 1000, BLOCK=1000))
 # multiplies any shapes, so this fp32 kernel runs here with `K = 8`:
 
 # %%
-show("examples/learn_answers/debugging.py:small_dot")
+show("examples/debugging/answers.py:small_dot")
 
 # %%
 a, b = random_tensor((16, 8)), random_tensor((8, 16))
@@ -259,7 +259,7 @@ show_error(lambda: dbg.copy_kernel[(2,)](x.data_ptr(), out, 100, BLOCK=64))
 # `x[i] - x[i-1]`, so each block reads one element of the block before it:
 
 # %%
-show("examples/learn_answers/debugging.py:aliasing")
+show("examples/debugging/answers.py:aliasing")
 
 # %%
 x = random_tensor(300)
@@ -285,7 +285,7 @@ print("in place, wrong elements at:", torch.nonzero(wrong).flatten().tolist())
 # which can pass for a result; a poisoned output makes the gap plain:
 
 # %%
-show("examples/learn_answers/debugging.py:floor_grid")
+show("examples/debugging/answers.py:floor_grid")
 
 # %%
 x = random_tensor(1000)
@@ -335,14 +335,14 @@ print("after x.contiguous():         copy equals x:", torch.equal(out, x))
 # error for a non-tensor.
 
 # %%
-answer("examples/learn_answers/debugging.py:answer_scale")
+answer("examples/debugging/answers.py:answer_scale")
 
 # %% [markdown]
 # **2. Row minimum.** Write `row_min(x)` for a 2-D float tensor whose rows
 # may be strided. Which `other=` does the masked load need?
 
 # %%
-answer("examples/learn_answers/debugging.py:answer_row_min")
+answer("examples/debugging/answers.py:answer_row_min")
 
 # %% [markdown]
 # **3. A guard-band checker.** Write `out_of_bounds_writes(launch, n)` that
@@ -350,7 +350,7 @@ answer("examples/learn_answers/debugging.py:answer_row_min")
 # it wrote past `n`.
 
 # %%
-answer("examples/learn_answers/debugging.py:answer_out_of_bounds")
+answer("examples/debugging/answers.py:answer_out_of_bounds")
 
 # %%
 x = random_tensor(1000)

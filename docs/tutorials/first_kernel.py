@@ -149,7 +149,7 @@ except TypeError as err:
 # %%
 from academy.notebook import answer
 
-answer("examples/learn_answers/first_kernel.py:scale")
+answer("examples/first_kernel/answers.py:scale")
 
 # %% [markdown]
 # **2. Forget `cdiv`.** What goes wrong if the grid is `n // BLOCK_SIZE`
@@ -157,14 +157,14 @@ answer("examples/learn_answers/first_kernel.py:scale")
 # with a block of 256, and why would a test on a zero-filled output not notice?
 
 # %%
-answer("examples/learn_answers/first_kernel.py:floor_grid")
+answer("examples/first_kernel/answers.py:floor_grid")
 
 # %% [markdown]
 # Floor division drops the last, partial block: 1000 // 256 = 3 programs
 # cover 768 elements and 232 are never written. An output allocated with
 # `torch.zeros` and an input near zero would hide it. That is why our tests
 # fill outputs with NaN first. Both answers are tested in
-# `tests/test_learn_answers_first_kernel.py`.
+# `tests/first_kernel/test_answers.py`.
 #
 # ## What next
 #

@@ -16,7 +16,7 @@
 # Triton hides threads, but not the hardware: block sizes, `num_warps`, and
 # whether a kernel reaches the memory ceiling all come from a handful of
 # facts about the chip. This page collects them, with small models you can
-# run (all in `academy/hardware.py`, tested in `tests/test_hardware.py`), and
+# run (all in `examples/gpu_model/`, tested in `tests/gpu_model/`), and
 # ends with the roofline measured on our own GPU.
 #
 # ## The chips
@@ -27,9 +27,9 @@
 # come from the benchmark results further down.
 
 # %%
-from academy.hardware import GPUS, hardware_table_markdown
-
 from IPython.display import HTML, Markdown
+
+from examples.gpu_model.specs import GPUS, hardware_table_markdown
 
 Markdown(hardware_table_markdown())
 
@@ -125,7 +125,7 @@ Markdown(hardware_table_markdown())
 # resident warps:
 
 # %%
-from academy.hardware import occupancy
+from examples.gpu_model.occupancy import occupancy
 
 print("registers/thread  warps/SM  occupancy  limited by")
 for registers in (32, 64, 96, 128, 168, 255):
@@ -163,7 +163,7 @@ for gpu in ("A100", "H100"):
 # case, stride 32, serialises the warp completely:
 
 # %%
-from academy.hardware import bank_conflict_ways, column_read_ways
+from examples.gpu_model.shared_memory import bank_conflict_ways, column_read_ways
 
 for stride in (1, 2, 3, 4, 8, 16, 32, 33):
     print(f"stride {stride:2d} words -> {bank_conflict_ways(stride):2d}-way")
@@ -191,7 +191,7 @@ print("column read, XOR-swizzled:   ", column_read_ways(32, swizzled=True), "way
 # lines and wastes the rest of each one:
 
 # %%
-from academy.hardware import load_efficiency, transactions_per_warp
+from examples.gpu_model.coalescing import load_efficiency, transactions_per_warp
 
 cases = [
     ("consecutive fp32", 4, 4, 0),
@@ -218,7 +218,7 @@ for name, stride, size, offset in cases:
 # whole extra wave. 160 blocks on a 148-SM B200 (one block per SM):
 
 # %%
-from academy.hardware import waves
+from examples.gpu_model.waves import waves
 
 w = waves(n_blocks=160, n_sms=GPUS["B200"].sms, blocks_per_sm=1)
 print(
@@ -250,7 +250,8 @@ print(
 # committed results file for our H100:
 
 # %%
-from academy.hardware import gpu_for, measured_ceilings
+from examples.gpu_model.measured import measured_ceilings
+from examples.gpu_model.specs import gpu_for
 
 ceilings = measured_ceilings("h100")
 spec = gpu_for(ceilings.gpu)
@@ -278,12 +279,13 @@ print(f"ridge point:    {ceilings.ridge_point:,.0f} FLOP/byte")
 # Our measured kernels, placed on it: every row of our own kernel in the
 # committed results of [Vector addition](../../kernels/vector_add/) and
 # [Fused softmax](../../kernels/fused_softmax/). Their intensity is a FLOP
-# count per element (`academy.hardware.FLOPS_PER_ELEMENT`: one add for the
+# count per element (`examples.gpu_model.measured.FLOPS_PER_ELEMENT`: one add for the
 # vector add; five operations per element for the softmax forward, nine
 # with the backward) over the bytes model of each chapter's `bench.py`.
 
 # %%
-from academy.hardware import Roof, measured_points, roofline_svg
+from examples.gpu_model.measured import measured_points
+from examples.gpu_model.roofline import Roof, roofline_svg
 
 roofs = [Roof("bf16 matmul (measured)", ceilings.matmul_tflops)]
 if spec.fp32_tflops:
@@ -335,19 +337,19 @@ for group, fraction in best.items():
 # %%
 from academy.notebook import answer
 
-answer("examples/learn_answers/gpu_model.py:register_cap", "Answer 1: the register cap")
+answer("examples/gpu_model/answers.py:register_cap", "Answer 1: the register cap")
 
 # %%
-answer("examples/learn_answers/gpu_model.py:padding", "Answer 2: padding")
+answer("examples/gpu_model/answers.py:padding", "Answer 2: padding")
 
 # %%
-answer("examples/learn_answers/gpu_model.py:matmul_roofline", "Answer 3: a matmul on the roofline")
+answer("examples/gpu_model/answers.py:matmul_roofline", "Answer 3: a matmul on the roofline")
 
 # %% [markdown]
 # With the measured ceilings, the answers come out as:
 
 # %%
-from examples.learn_answers.gpu_model import matmul_intensity, matmul_time_bound_ms, register_cap
+from examples.gpu_model.answers import matmul_intensity, matmul_time_bound_ms, register_cap
 
 print("1:", f"{occupancy(96, 128, gpu='H100').fraction:.2%} occupancy;", register_cap(128, 0.5), "registers for 50%")
 for m in (4096, 16):
@@ -356,6 +358,6 @@ for m in (4096, 16):
     print(f"3: M={m}: {matmul_intensity(m, 4096, 4096):,.0f} FLOP/B, {side} bound, at least {bound * 1000:,.1f} µs")
 
 # %% [markdown]
-# `tests/test_learn_answers_gpu_model.py` checks the three answers.
+# `tests/gpu_model/test_answers.py` checks the three answers.
 # Next: [Measuring honestly](../measuring/), how the numbers on this page
 # were taken.

@@ -48,10 +48,10 @@ print("device:", academy.DEVICE)
 # behind whatever is already queued.
 
 # %%
-show("examples/learn_answers/measuring.py:simulated_gpu")
+show("examples/measuring/answers.py:simulated_gpu")
 
 # %%
-from examples.learn_answers.measuring import SimulatedGPU
+from examples.measuring.answers import SimulatedGPU
 
 gpu = SimulatedGPU(launch_ms=0.005, compile_ms=50.0)
 gpu.launch("add", 0.2)  # first call: compiles
@@ -147,10 +147,10 @@ print(f"one cold call: {gpu.host_now - start:.3f} ms for 0.2 ms of work")
 # of stalls.
 
 # %%
-show("examples/learn_answers/measuring.py:noisy_timings")
+show("examples/measuring/answers.py:noisy_timings")
 
 # %%
-from examples.learn_answers.measuring import noisy_timings
+from examples.measuring.answers import noisy_timings
 
 samples_ms = noisy_timings(2000, 0.05, seed=1)
 p20, median, p80 = np.quantile(samples_ms, [0.2, 0.5, 0.8])
@@ -177,10 +177,10 @@ print("three single runs:", ", ".join(f"{s * 1e3:.2f} µs" for s in samples_ms[[
 # last two should read the same.
 
 # %%
-show("examples/learn_answers/measuring.py:power_capped")
+show("examples/measuring/answers.py:power_capped")
 
 # %%
-from examples.learn_answers.measuring import interleaved_medians
+from examples.measuring.answers import interleaved_medians
 
 kernels = {"peer": (0.9, True), "ours": (1.0, False), "ours again": (1.0, False)}
 for order in ("fixed", "rotated", "random"):
@@ -332,7 +332,7 @@ else:
 # %%
 from torch.profiler import ProfilerActivity, profile
 
-from examples.learn_answers.measuring import quiet_native_stderr
+from examples.measuring.answers import quiet_native_stderr
 
 
 def naive_gelu(x):
@@ -365,8 +365,8 @@ print("\n".join(line for line in table.splitlines() if "Self CPU time total" not
 # stage is kept: the object a launch returns, or `kernel.warmup(...)`, has an
 # `asm` dict (`"ttir"`, `"ttgir"`, `"llir"`, `"ptx"`, `"cubin"`, and `"sass"`
 # on demand), plus `n_regs` and `n_spills` once it is loaded on the GPU.
-# `academy.asm.compile_kernel(kernel, *args, **meta)` wraps that, and
-# `academy.asm.dump(slug, kernel_name)` writes a summary to
+# `examples.measuring.asm.compile_kernel(kernel, *args, **meta)` wraps that, and
+# `examples.measuring.asm.dump(slug, kernel_name)` writes a summary to
 # `examples/<slug>/asm/<gpu>.asm.json` for this page. What to look for:
 #
 # - `%ctaid.x` is the program id (the CUDA *block* index) and `%tid.x` the
@@ -388,7 +388,7 @@ print("\n".join(line for line in table.splitlines() if "Self CPU time total" not
 # The listing below is read from the committed file of a chapter kernel.
 
 # %%
-from academy.asm import load_asm
+from examples.measuring.asm import load_asm
 
 LISTED = [("gelu", "gelu_kernel"), ("vector_add", "add_kernel")]
 shown = 0
@@ -418,7 +418,7 @@ for slug, kernel_name in LISTED:
 if not shown:
     print(
         "No PTX/SASS listing is committed yet: the listing appears here after "
-        "academy.asm.dump(...) has been run on a GPU (see academy/asm.py)."
+        "examples.measuring.asm.dump(...) has been run on a GPU (see examples/measuring/asm.py)."
     )
 
 # %% [markdown]
@@ -534,7 +534,7 @@ for m in measurements:
 # and unaffected by work someone else queued before you started.
 
 # %%
-answer("examples/learn_answers/measuring.py:answer_time_kernel")
+answer("examples/measuring/answers.py:answer_time_kernel")
 
 # %% [markdown]
 # **2. Quantiles by hand.** Write `summarize(samples, quantiles=(0.5, 0.2,
@@ -542,7 +542,7 @@ answer("examples/learn_answers/measuring.py:answer_time_kernel")
 # `numpy.quantile` does by default.
 
 # %%
-answer("examples/learn_answers/measuring.py:answer_summarize")
+answer("examples/measuring/answers.py:answer_summarize")
 
 # %% [markdown]
 # **3. Enough copies.** A call reads `bytes_per_call` bytes. How many copies
@@ -551,10 +551,10 @@ answer("examples/learn_answers/measuring.py:answer_summarize")
 # Check: a 12 MiB call on a 50 MiB L2 with `multiple=4` needs 17.
 
 # %%
-answer("examples/learn_answers/measuring.py:answer_copies")
+answer("examples/measuring/answers.py:answer_copies")
 
 # %%
-from examples.learn_answers.measuring import copies_to_leave_l2, summarize, time_kernel
+from examples.measuring.answers import copies_to_leave_l2, summarize, time_kernel
 
 assert copies_to_leave_l2(12 * 2**20, 50 * 2**20) == 17
 assert summarize([4.0, 1.0, 3.0, 2.0]) == tuple(np.quantile([1, 2, 3, 4], [0.5, 0.2, 0.8]))

@@ -206,16 +206,16 @@ for path in chapter("vector_add").results_files():
 # %%
 from academy.notebook import answer
 
-answer("examples/learn_answers/why_triton.py:grid_stride", "Answer 1: a grid-stride vector add")
+answer("examples/why_triton/answers.py:grid_stride", "Answer 1: a grid-stride vector add")
 
 # %%
-answer("examples/learn_answers/why_triton.py:add_relu", "Answer 2: add and ReLU in one pass")
+answer("examples/why_triton/answers.py:add_relu", "Answer 2: add and ReLU in one pass")
 
 # %% [markdown]
 # The fused kernel moves 3 passes over memory instead of 5: both versions are
 # bandwidth bound (one or two FLOPs per element is nowhere near the compute
 # roof), so the fused one should take about 3/5 of the time.
-# `tests/test_learn_answers_why_triton.py` runs both answers against PyTorch.
+# `tests/why_triton/test_answers.py` runs both answers against PyTorch.
 #
 # ## Resources
 #

@@ -1,5 +1,5 @@
-"""Answers to the exercises of the Learn-track tutorials that have no chapter of their own.
+"""The Learn tutorial "Debugging": its buggy kernels, their fixes and the exercise answers.
 
-No ``kernel.py`` here: this folder is not a chapter. The tutorials display the
-named sections with ``academy.notebook.answer`` and ``tests/`` runs them.
+No ``kernel.py`` here: this folder is not a chapter. The tutorial shows the
+named sections of ``answers.py`` and ``tests/debugging/`` runs them.
 """

@@ -3,7 +3,7 @@
 Triton needs a kernel's source in a real file, so every kernel the tutorial
 (``docs/tutorials/debugging.py``) shows lives here, in named sections. Each
 bug comes with the smallest launcher that triggers it. The exercise answers
-at the end are checked by ``tests/test_learn_answers_debugging.py``.
+at the end are checked by ``tests/debugging/test_answers.py``.
 """
 
 from __future__ import annotations

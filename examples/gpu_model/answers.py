@@ -1,12 +1,15 @@
 """Answers to the exercises of "The GPU you are programming" (docs/tutorials/gpu_model.py).
 
-Pure Python on top of ``academy.hardware``; ``tests/test_learn_answers_gpu_model.py``
-checks each answer.
+Pure Python on top of the tutorial's models in this folder;
+``tests/gpu_model/test_answers.py`` checks each answer.
 """
 
 from __future__ import annotations
 
-from academy.hardware import GPUS, attainable, column_read_ways, occupancy, ridge_point
+from examples.gpu_model.occupancy import occupancy
+from examples.gpu_model.roofline import attainable, ridge_point
+from examples.gpu_model.shared_memory import column_read_ways
+from examples.gpu_model.specs import GPUS
 
 
 # --8<-- [start:register_cap]

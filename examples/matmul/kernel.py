@@ -41,7 +41,7 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.dependent_launch import dependent_launch_prologue, pdl_available
+from examples.matmul.dependent_launch import dependent_launch_prologue, pdl_available
 from examples.tiled_matmul.kernel import grouped_tile
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)

@@ -4,7 +4,7 @@ The tutorial (``docs/tutorials/measuring.py``) is executed on a machine with
 no GPU, so the timing pitfalls that need one are shown on ``SimulatedGPU``:
 a virtual clock, a host that queues launches and returns at once, and a
 device that works through the queue. Nothing sleeps; every time is exact and
-reproducible. ``tests/test_learn_answers_measuring.py`` checks the answers.
+reproducible. ``tests/measuring/test_answers.py`` checks the answers.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """What a Triton kernel compiles to: PTX, SASS, registers and spills.
 
-Two halves:
+The tool of the Learn tutorial "Measuring honestly" (``docs/tutorials/measuring.py``),
+tested in ``tests/measuring/``. Two halves:
 
 * **pure text functions** that pick the lines a reader should look at out of
   a PTX listing (:func:`interesting_ptx_lines`, :func:`global_accesses`,

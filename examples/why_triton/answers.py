@@ -1,6 +1,6 @@
 """Answers to the exercises of "Why Triton" (docs/tutorials/why_triton.py).
 
-``tests/test_learn_answers_why_triton.py`` runs them under the interpreter on
+``tests/why_triton/test_answers.py`` runs them under the interpreter on
 a CPU (and compiled on a GPU) against PyTorch.
 """
 

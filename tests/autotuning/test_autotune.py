@@ -14,8 +14,8 @@ from academy.testing import assert_close, poison_allocations, random_tensor
 import pytest
 import torch
 
-from examples.tiled_matmul import autotune
-from examples.tiled_matmul.autotune import (
+from examples.autotuning import autotune
+from examples.autotuning.autotune import (
     CONFIGS,
     SHARED_MEMORY_BUDGET,
     _config,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from examples.learn_answers import debugging as dbg
+from examples.debugging import answers as dbg
 
 
 @pytest.fixture(autouse=True)

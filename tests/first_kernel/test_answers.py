@@ -6,8 +6,8 @@ from academy.testing import IRREGULAR_SIZES, assert_close, poison_allocations, r
 import pytest
 import torch
 
-from examples.learn_answers import first_kernel
-from examples.learn_answers.first_kernel import elements_left_unwritten, scale
+from examples.first_kernel import answers as first_kernel
+from examples.first_kernel.answers import elements_left_unwritten, scale
 
 
 @pytest.fixture(autouse=True)

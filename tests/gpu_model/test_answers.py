@@ -1,16 +1,16 @@
-"""The exercise answers of "The GPU you are programming" (examples/learn_answers/gpu_model.py)."""
-
-from academy.hardware import measured_ceilings, occupancy
+"""The exercise answers of "The GPU you are programming" (examples/gpu_model/answers.py)."""
 
 import pytest
 
-from examples.learn_answers.gpu_model import (
+from examples.gpu_model.answers import (
     is_compute_bound,
     matmul_intensity,
     matmul_time_bound_ms,
     register_cap,
     smallest_conflict_free_padding,
 )
+from examples.gpu_model.measured import measured_ceilings
+from examples.gpu_model.occupancy import occupancy
 
 
 def test_register_cap_for_half_occupancy():

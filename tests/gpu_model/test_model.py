@@ -1,31 +1,17 @@
-"""academy.hardware: the spec table and the occupancy, bank, coalescing, wave and roofline models."""
+"""examples.gpu_model: the spec table and the occupancy, bank, coalescing, wave and roofline models."""
 
 import math
 import xml.etree.ElementTree as ET
 
-from academy.hardware import (
-    GPUS,
-    Point,
-    Roof,
-    attainable,
-    bank_conflict_ways,
-    column_read_ways,
-    gpu_for,
-    hardware_table_markdown,
-    intensity,
-    load_efficiency,
-    measured_ceilings,
-    measured_points,
-    occupancy,
-    ridge_point,
-    roofline_svg,
-    shared_access_ways,
-    swizzle,
-    transactions_per_warp,
-    waves,
-)
-
 import pytest
+
+from examples.gpu_model.coalescing import load_efficiency, transactions_per_warp
+from examples.gpu_model.measured import intensity, measured_ceilings, measured_points
+from examples.gpu_model.occupancy import occupancy
+from examples.gpu_model.roofline import Point, Roof, attainable, ridge_point, roofline_svg
+from examples.gpu_model.shared_memory import bank_conflict_ways, column_read_ways, shared_access_ways, swizzle
+from examples.gpu_model.specs import GPUS, gpu_for, hardware_table_markdown
+from examples.gpu_model.waves import waves
 
 # ------------------------------------------------------------------ spec table
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from examples.learn_answers.measuring import (
+from examples.measuring.answers import (
     PowerCappedGPU,
     SimulatedGPU,
     copies_to_leave_l2,

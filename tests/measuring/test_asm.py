@@ -1,10 +1,12 @@
-"""academy.asm: the PTX/SASS text helpers on small hand-written listings, and the listing files."""
+"""examples.measuring.asm: the PTX/SASS text helpers on small hand-written listings, and the listing files."""
 
 import json
 
-from academy import INTERPRETED, asm
+from academy import INTERPRETED
 
 import pytest
+
+from examples.measuring import asm
 
 # A cut-down PTX listing of a one-load, one-store elementwise kernel, written
 # for this test in the shape ptxas input takes (comments and blank lines included).

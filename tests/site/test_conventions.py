@@ -8,7 +8,8 @@
   marker (Material's code-annotation syntax);
 * every python fence is either exactly ```` ```python ```` (run by
   pytest-codeblocks) or carries attributes and holds only includes;
-* section markers in ``examples/`` are closed and properly nested.
+* section markers in ``examples/`` are closed and properly nested;
+* ``examples/`` holds only packages, and no tutorial's code lives in ``academy/``.
 
 The parsing helpers are plain functions; the ``test_helper_*`` tests feed them
 planted violations so the checks are known to be able to fail.
@@ -16,6 +17,7 @@ planted violations so the checks are known to be able to fail.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -540,3 +542,105 @@ def test_every_test_lives_in_a_chapter_tutorial_or_infrastructure_folder():
     unknown = sorted(p.name for p in tests.iterdir() if p.is_dir() and p.name not in allowed | {"__pycache__"})
     assert not flat, f"test files directly under tests/: {flat}; move each into its chapter's folder"
     assert not unknown, f"tests/ folders named after no chapter or tutorial: {unknown}"
+
+
+# ---------------------------------------------------------------- where code lives
+
+
+def imported_modules(source: str, package: str, modules: set[str]) -> set[str]:
+    """The modules of ``package`` (dotted names in ``modules``) that ``source`` imports, anywhere in it.
+
+    ``from academy import asm`` imports ``academy.asm`` when that is a module,
+    else the package ``academy`` itself; relative imports are left out.
+    """
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module]
+        else:
+            continue
+        for name in names:
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name == package or name.startswith(package + "."):
+                found.add(name)
+    return found
+
+
+def tutorial_only_modules(importers: dict[str, set[str]], tutorial_slugs: set[str]) -> list[str]:
+    """Modules imported only from tutorials' own files: their page, ``examples/<t>/`` or ``tests/<t>/``.
+
+    Such a module is a tutorial's code and belongs in ``examples/<t>/``; a
+    module something else imports (the harness, a chapter, the site) stays.
+    """
+
+    def tutorial_side(path: str) -> bool:
+        parts = Path(path).parts
+        return parts[:2] == ("docs", "tutorials") or (
+            len(parts) > 2 and parts[0] in ("examples", "tests") and parts[1] in tutorial_slugs
+        )
+
+    return sorted(module for module, files in importers.items() if files and all(map(tutorial_side, files)))
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_examples_holds_only_packages():
+    """One package per chapter or tutorial (or code several of them share); no loose modules, no learn_answers."""
+    loose = sorted(p.name for p in EXAMPLES_DIR.glob("*.py") if p.name != "__init__.py")
+    not_packages = sorted(
+        p.name
+        for p in EXAMPLES_DIR.iterdir()
+        if p.is_dir() and p.name != "__pycache__" and not (p / "__init__.py").is_file()
+    )
+    assert not (EXAMPLES_DIR / "learn_answers").exists(), (
+        "examples/learn_answers/ must stay gone: a tutorial's answers are examples/<tutorial>/answers.py"
+    )
+    assert not loose, f"modules loose in examples/: {loose}; move each into the package of the chapter it serves"
+    assert not not_packages, f"folders of examples/ without an __init__.py: {not_packages}"
+
+
+def test_no_tutorial_code_in_academy():
+    """academy/ is the harness and the site machinery; a module only tutorials use lives in examples/<tutorial>/."""
+    academy = sorted((REPO_ROOT / "academy").rglob("*.py"))
+    modules = {_module_name(p) for p in academy}
+    sources = [
+        *academy,
+        *EXAMPLES_DIR.rglob("*.py"),
+        *(REPO_ROOT / "tests").rglob("*.py"),
+        *TUTORIALS,
+        *REPO_ROOT.glob("*.py"),
+    ]
+    importers: dict[str, set[str]] = {}
+    for path in sources:
+        for module in imported_modules(path.read_text(), "academy", modules):
+            if module != _module_name(path):
+                importers.setdefault(module, set()).add(_rel(path))
+    tutorials_without_chapter = {p.stem for p in TUTORIALS} - {c.slug for c in CHAPTERS}
+    found = tutorial_only_modules(importers, tutorials_without_chapter)
+    assert not found, f"academy modules only tutorials use: {found}; move each into examples/<tutorial>/"
+
+
+def test_helper_imported_modules():
+    modules = {"academy", "academy.asm", "academy.bench", "academy.bench.results"}
+    source = (
+        "import os\nfrom academy import INTERPRETED, asm\nimport academy.bench.results as r\n"
+        "def f():\n    from academy.bench.results import load\n    from . import sibling\n"
+    )
+    assert imported_modules(source, "academy", modules) == {"academy", "academy.asm", "academy.bench.results"}
+    assert imported_modules("import academyx\nfrom examples.x import y\n", "academy", modules) == set()
+
+
+def test_helper_tutorial_only_modules():
+    importers = {
+        "academy.asm": {"docs/tutorials/measuring.py", "tests/measuring/test_asm.py"},  # planted: a tutorial's tool
+        "academy.notebook": {"docs/tutorials/measuring.py", "tests/site/test_conventions.py"},
+        "academy.testing": {"examples/measuring/answers.py", "examples/gelu/kernel.py"},
+        "academy.grid": {"tests/gelu/test_kernel.py"},  # gelu is a chapter, not a tutorial without one
+    }
+    assert tutorial_only_modules(importers, {"measuring"}) == ["academy.asm"]

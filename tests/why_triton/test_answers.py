@@ -1,4 +1,4 @@
-"""The exercise answers of "Why Triton" (examples/learn_answers/why_triton.py)."""
+"""The exercise answers of "Why Triton" (examples/why_triton/answers.py)."""
 
 from academy import DEVICE
 from academy.testing import random_tensor
@@ -6,7 +6,7 @@ from academy.testing import random_tensor
 import pytest
 import torch
 
-from examples.learn_answers.why_triton import add_grid_stride, add_relu, bytes_fused, bytes_unfused
+from examples.why_triton.answers import add_grid_stride, add_relu, bytes_fused, bytes_unfused
 
 
 @pytest.mark.parametrize("n, n_programs", [(1, 1), (777, 3), (5000, 4)])
