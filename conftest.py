@@ -41,9 +41,9 @@ if str(REPO_ROOT) not in sys.path:
 import academy  # noqa: E402,F401
 
 # Verified-with records (examples/<slug>/verified/*.json), written only when
-# ACADEMY_RECORD_VERIFIED=1: see academy/pytest_verified.py. The site tests share
-# one build, one browser and one visit of every page: academy/pytest_site.py.
-pytest_plugins = ["academy.pytest_verified", "academy.pytest_site"]
+# ACADEMY_RECORD_VERIFIED=1: see academy/site/pytest_verified.py. The site tests share
+# one build, one browser and one visit of every page: academy/site/pytest_site.py.
+pytest_plugins = ["academy.site.pytest_verified", "academy.site.pytest_site"]
 
 try:
     from pytest_codeblocks import plugin as _codeblocks

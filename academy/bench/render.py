@@ -2,7 +2,7 @@
 
 Every function here is pure: it takes :class:`~academy.bench.results.Results`
 (already loaded) and returns Markdown or SVG text. Nothing here knows about
-MkDocs; ``academy/docs/hooks.py`` only finds the files and calls these.
+MkDocs; ``academy/site/pages.py`` only finds the files and calls these.
 
 Numbers are formatted one way everywhere: three significant figures, thousands
 separators (``2,950 GB/s``, ``0.123 ms``, ``87.3%``), ratios with two decimals

@@ -30,7 +30,7 @@
 
 # %%
 import academy  # first: on a CPU it switches Triton to the interpreter before any kernel exists
-from academy.notebook import answer, show
+from academy.site.notebook import answer, show
 
 import torch
 import triton

@@ -64,7 +64,7 @@
 
 # %%
 import academy
-from academy.notebook import answer, bench_table, show
+from academy.site.notebook import answer, bench_table, show
 
 import torch
 

@@ -40,7 +40,7 @@
 
 # %%
 import academy  # before anything defines a kernel
-from academy.notebook import answer, show
+from academy.site.notebook import answer, show
 from academy.testing import random_tensor
 
 import numpy as np

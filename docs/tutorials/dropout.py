@@ -31,7 +31,7 @@
 
 # %%
 import academy
-from academy.notebook import answer, bench_plot, bench_table, show
+from academy.site.notebook import answer, bench_plot, bench_table, show
 
 import torch
 

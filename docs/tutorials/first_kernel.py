@@ -147,7 +147,7 @@ except TypeError as err:
 # passed to a kernel arrives as a scalar every program can use.
 
 # %%
-from academy.notebook import answer
+from academy.site.notebook import answer
 
 answer("examples/first_kernel/answers.py:scale")
 

@@ -44,7 +44,7 @@
 # %%
 
 import academy
-from academy.notebook import answer, bench_plot, bench_table, show
+from academy.site.notebook import answer, bench_plot, bench_table, show
 
 import numpy as np
 import torch

@@ -335,7 +335,7 @@ for group, fraction in best.items():
 # its time? And a 16×4096 by 4096×4096 one (a decoding step)?
 
 # %%
-from academy.notebook import answer
+from academy.site.notebook import answer
 
 answer("examples/gpu_model/answers.py:register_cap", "Answer 1: the register cap")
 

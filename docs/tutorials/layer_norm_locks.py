@@ -32,7 +32,7 @@
 
 # %%
 import academy
-from academy.notebook import answer, bench_table, show
+from academy.site.notebook import answer, bench_table, show
 
 import torch
 import torch.nn.functional as F

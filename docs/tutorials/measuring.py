@@ -27,7 +27,7 @@
 import inspect
 
 import academy  # first: it decides whether kernels are compiled or interpreted
-from academy.notebook import answer, bench_table, show
+from academy.site.notebook import answer, bench_table, show
 
 import numpy as np
 import torch

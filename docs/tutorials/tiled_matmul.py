@@ -33,7 +33,7 @@
 
 # %%
 import academy  # first: on a CPU it switches Triton to the interpreter before any kernel exists
-from academy.notebook import answer, bench_plot, bench_table, show
+from academy.site.notebook import answer, bench_plot, bench_table, show
 
 import torch
 import triton

@@ -68,7 +68,7 @@
 # %%
 import re
 
-from academy.notebook import section
+from academy.site.notebook import section
 
 from IPython.display import Markdown
 
@@ -204,7 +204,7 @@ for path in chapter("vector_add").results_files():
 # moves for `n` elements. Which ceiling bounds both?
 
 # %%
-from academy.notebook import answer
+from academy.site.notebook import answer
 
 answer("examples/why_triton/answers.py:grid_stride", "Answer 1: a grid-stride vector add")
 

@@ -508,14 +508,14 @@ _TEST_SOURCES = "\n".join(p.read_text() for p in (REPO_ROOT / "tests").rglob("te
 def test_tutorial_ends_with_tested_exercises(path):
     """Every tutorial ends with two or three exercises; the code answers are
     real sections of real modules, and some test imports each module."""
-    from academy.notebook import section
+    from academy.site.notebook import section
 
     text = path.read_text()
     assert "# ## Exercises" in text, f"{_rel(path)} has no '## Exercises' section"
     exercises = re.findall(r"^# \*\*(\d+)\.", text[text.index("# ## Exercises") :], re.M)
     assert len(exercises) >= 2, f"{_rel(path)}: {len(exercises)} exercise(s), expected two or three"
     refs = re.findall(r'answer\(\s*"([^"]+)"', text)
-    assert refs, f"{_rel(path)}: no exercise answer is shown with academy.notebook.answer"
+    assert refs, f"{_rel(path)}: no exercise answer is shown with academy.site.notebook.answer"
     for ref in refs:
         section(ref)  # raises if the section is missing
         module = ref.partition(":")[0].removesuffix(".py").replace("/", ".")

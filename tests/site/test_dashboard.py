@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 
-from academy import dashboard
 from academy.bench.results import Ceilings
+from academy.site import dashboard
 
 from tests.results_fixtures import make_results, make_row
 

@@ -1,4 +1,4 @@
-"""The MkDocs hook: directive parsing, expansion, and chapters with and without results.
+"""The pages and the MkDocs hook over them: directive parsing, expansion, chapters with and without results.
 
 Chapters here are fixtures written to a temporary examples/ folder; no published numbers.
 """
@@ -8,12 +8,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+import types
 from pathlib import Path
 
 from academy import chapters
 from academy.bench.results import save
-from academy.docs import hooks
-from academy.docs.hooks import Directive, DirectiveError, expand, parse_directive
+from academy.site import hooks, pages, reloading
+from academy.site.pages import Directive, DirectiveError, expand, parse_directive
 
 import pytest
 
@@ -106,27 +107,27 @@ def current_hash(package):
 
 
 def test_no_results_renders_a_note(examples):
-    out = expand("<!-- bench:table fixture_op -->", hooks.render_directive)
+    out = expand("<!-- bench:table fixture_op -->", pages.Build().render)
     assert out.startswith('!!! note "Not measured yet"') and "academy bench fixture_op" in out
 
 
 def test_unknown_slug_raises(examples):
     with pytest.raises(DirectiveError, match="no chapter 'nope'"):
-        expand("<!-- bench:table nope -->", hooks.render_directive)
+        expand("<!-- bench:table nope -->", pages.Build().render)
 
 
 def test_bad_filter_value_raises(examples):
     save(make_results([make_row("academy", 1024, 1.0)], kernel_hash=current_hash(examples)), examples / "results")
     with pytest.raises(DirectiveError, match="mode='bwd'"):
-        expand("<!-- bench:table fixture_op mode=bwd -->", hooks.render_directive)
+        expand("<!-- bench:table fixture_op mode=bwd -->", pages.Build().render)
 
 
 def test_one_gpu_no_tabs_several_gpus_tabs(examples):
     save(make_results([make_row("academy", 1024, 1.0), make_row("eager", 1024, 2.0)]), examples / "results")
-    one = expand("<!-- bench:summary fixture_op -->", hooks.render_directive)
+    one = expand("<!-- bench:summary fixture_op -->", pages.Build().render)
     assert "===" not in one and "**2.00×**" in one
     save(make_results([make_row("academy", 1024, 1.0)], gpu="NVIDIA H200"), examples / "results")
-    both = expand("<!-- bench:table fixture_op sweep=M=8192 -->", hooks.render_directive)
+    both = expand("<!-- bench:table fixture_op sweep=M=8192 -->", pages.Build().render)
     assert '=== "H100"' in both and '=== "H200"' in both
     assert both.index('=== "H100"') < both.index('=== "H200"')
     assert "\n    | M×N |" in both  # tab content is indented
@@ -135,7 +136,7 @@ def test_one_gpu_no_tabs_several_gpus_tabs(examples):
 def test_stale_results_logged_and_warned(examples, caplog):
     save(make_results([make_row("academy", 1024, 1.0)], kernel_hash="old"), examples / "results")
     with caplog.at_level(logging.INFO, logger="mkdocs.plugins.academy"):
-        out = expand("<!-- bench:provenance fixture_op -->", hooks.render_directive)
+        out = expand("<!-- bench:provenance fixture_op -->", pages.Build().render)
     assert out.startswith("!!! warning")
     assert any("stale results" in r.message and r.levelno == logging.INFO for r in caplog.records)
 
@@ -143,15 +144,15 @@ def test_stale_results_logged_and_warned(examples, caplog):
 def test_fresh_results_no_warning(examples, caplog):
     save(make_results([make_row("academy", 1024, 1.0)], kernel_hash=current_hash(examples)), examples / "results")
     with caplog.at_level(logging.INFO, logger="mkdocs.plugins.academy"):
-        out = expand("<!-- bench:provenance fixture_op -->", hooks.render_directive)
+        out = expand("<!-- bench:provenance fixture_op -->", pages.Build().render)
     assert out.startswith("??? info") and "!!! warning" not in out
     assert not caplog.records
 
 
 def test_overview_lists_chapters_with_results(examples):
-    assert expand("<!-- bench:overview -->", hooks.render_directive).startswith("!!! note")
+    assert expand("<!-- bench:overview -->", pages.Build().render).startswith("!!! note")
     save(make_results([make_row("academy", 1024, 1.0), make_row("eager", 1024, 3.0)]), examples / "results")
-    out = expand("<!-- bench:overview -->", hooks.render_directive)
+    out = expand("<!-- bench:overview -->", pages.Build().render)
     assert "[Fixture op](kernels/fixture_op.md)" in out and "3.00×" in out
 
 
@@ -166,5 +167,31 @@ def test_memory_directive_renders_peaks(examples):
         dataclasses.replace(make_row(p, 1024, 1.0), peak_mib=mib) for p, mib in (("academy", 10.0), ("eager", 30.0))
     ]
     save(make_results(rows, kernel_hash=current_hash(examples)), examples / "results")
-    out = expand("<!-- bench:memory fixture_op mode=fwd -->", hooks.render_directive)
+    out = expand("<!-- bench:memory fixture_op mode=fwd -->", pages.Build().render)
     assert "| 8192×1024 | 10.0 MiB | 30.0 MiB <small>3.00×</small> |" in out
+
+
+# --------------------------------------------------------------------------- the hook and the build's state
+
+
+def test_the_hook_is_a_thin_adapter_without_module_state():
+    assert len(Path(hooks.__file__).read_text().splitlines()) <= 150
+    for name, value in vars(hooks).items():
+        if name.startswith("__") or name == "annotations":
+            continue
+        assert isinstance(value, (types.ModuleType, types.FunctionType, type, str)), f"hooks.{name} is module state"
+
+
+def test_on_config_makes_one_build_whose_state_lasts_the_build(examples, monkeypatch, caplog):
+    reloads = []
+    monkeypatch.setattr(reloading, "reload_modules", lambda: reloads.append(True))  # reloading: test_imports.py
+    save(make_results([make_row("academy", 1024, 1.0)], kernel_hash="old"), examples / "results")
+    config = {"nav": [{"Kernels": [{"Fixture op": "kernels/fixture_op.md"}]}]}
+    with caplog.at_level(logging.INFO, logger="mkdocs.plugins.academy"):
+        for _ in range(2):  # two builds, two pages each: the stale file is logged once per build
+            hooks.on_config(config)
+            assert config[hooks.BUILD_KEY].nav_titles == {"fixture_op": "Fixture op"}
+            for _ in range(2):
+                hooks.on_page_markdown("<!-- bench:provenance fixture_op -->", page=None, config=config)
+    assert reloads == [True, True]
+    assert sum("stale results" in r.message for r in caplog.records) == 2

@@ -1,6 +1,6 @@
-"""academy.notebook: what the tutorials use to show code and results."""
+"""academy.site.notebook: what the tutorials use to show code and results."""
 
-from academy.notebook import answer, bench_table, section
+from academy.site.notebook import answer, bench_table, section
 
 import pytest
 

@@ -1,11 +1,8 @@
-"""Prose may quote only measured numbers: the rule of academy.prose_numbers, and every finished kernel page."""
+"""Prose may quote only measured numbers: the rule of academy.site.prose_numbers, and every finished kernel page."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-from academy import prose_numbers as pn
+from academy.site import prose_numbers as pn
 
 import pytest
 
@@ -96,7 +93,7 @@ def test_placeholders_are_skipped():
 
 
 def test_hook_fails_the_build_on_an_unmeasured_quote():
-    from academy.docs import hooks
+    from academy.site import hooks
 
     from mkdocs.exceptions import PluginError
 

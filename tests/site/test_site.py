@@ -13,7 +13,7 @@ On every page:
   math inside annotation tooltips (inserted when opened) is rendered too.
 
 The pages are visited once for the whole suite by the ``page_reports``
-fixture (``academy/pytest_site.py``); ``tests/test_site_a11y.py`` asserts the
+fixture (``academy/site/pytest_site.py``); ``tests/test_site_a11y.py`` asserts the
 accessibility facts of the same visit and takes the screenshots,
 ``tests/test_site_weight.py`` the page weight and build time,
 ``tests/test_site_search.py`` the search.
@@ -28,14 +28,14 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from academy.pytest_site import PAGE_FACTS, summarize
+from academy.site.pytest_site import PAGE_FACTS, summarize
 
 import pytest
 
 pytestmark = pytest.mark.slow
 
 # Fixtures (site_build, site_dir, base_url, browser, page_reports, screenshot_dir)
-# live in academy/pytest_site.py, registered by the root conftest.py, so that
+# live in academy/site/pytest_site.py, registered by the root conftest.py, so that
 # every tests/test_site*.py file shares one build, one browser and one visit
 # of every page.
 

@@ -1,7 +1,7 @@
 """Accessibility of the built site, in Chromium: headings, alt text, contrast, keyboard, screenshots.
 
 Uses the one visit of every page made by the ``page_reports`` fixture
-(``academy/pytest_site.py``) for the per-page checks, and a few extra visits
+(``academy/site/pytest_site.py``) for the per-page checks, and a few extra visits
 for what needs a page of its own (contrast in both palettes, keyboard, screenshots).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from academy.bench.render import SERIES_COLORS
-from academy.pytest_site import KATEX_DONE, PageWatch, heading_problems, summarize
+from academy.site.pytest_site import KATEX_DONE, PageWatch, heading_problems, summarize
 
 import pytest
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from academy.pytest_site import KATEX_DONE, PageWatch
+from academy.site.pytest_site import KATEX_DONE, PageWatch
 
 import pytest
 
@@ -55,7 +55,7 @@ def test_build_time(site_build):
 
 
 def test_search_index_holds_no_code_blocks(site_dir):
-    """The hook drops listings from the search index (academy/docs/hooks.py, on_post_build): they were
+    """The hook drops listings from the search index (academy/site/search_index.py): they were
     most of the landing page's weight. Prose and inline code stay."""
     import json
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from academy import chapters, verified
+from academy import chapters
 from academy.bench import results as _results  # noqa: F401
+from academy.site import verified
 
 import pytest
 import torch  # noqa: F401
@@ -80,10 +81,13 @@ def test_badge_states_versions_platforms_and_staleness(fake_repo):
 
 
 def test_badge_goes_right_under_the_title(fake_repo):
-    md = "```\n# not a title\n```\n# Toy\n\nText.\n"
-    out = verified.insert_badge(md, "toy")
-    lines = out.split("\n")
-    assert lines[3] == "# Toy" and lines[5].startswith('<p class="academy-verified">')
+    from academy.site.pages import insert_badge
+
+    html = '<pre><code># &lt;/h1&gt;</code></pre>\n<div><h1 id="toy">Toy</h1>\n<p>Text.</p></div>'
+    lines = insert_badge(html, "toy").split("\n")
+    assert lines[1] == '<div><h1 id="toy">Toy</h1>' and lines[2].startswith('<p class="academy-verified">')
+    assert lines[3:] == ["", "<p>Text.</p></div>"]
+    assert insert_badge("<p>No title.</p>", "toy") == "<p>No title.</p>"
 
 
 TOY_TESTS = """
@@ -110,7 +114,7 @@ def run_plugin(pytester, fake_repo, monkeypatch, ok=True, args=()):
     test_file = fake_repo / "tests" / "toy" / "test_toy.py"
     test_file.parent.mkdir(exist_ok=True)
     test_file.write_text(TOY_TESTS.format(ok=ok))
-    return pytester.runpytest_inprocess("-p", "academy.pytest_verified", "-o", "addopts=", str(test_file), *args)
+    return pytester.runpytest_inprocess("-p", "academy.site.pytest_verified", "-o", "addopts=", str(test_file), *args)
 
 
 def test_plugin_records_a_chapter_whose_tests_all_passed(pytester, fake_repo, monkeypatch):
@@ -127,17 +131,19 @@ def test_plugin_records_nothing_after_a_failure_or_a_partial_run(pytester, fake_
     assert not (fake_repo / "examples/toy/verified").exists()
 
 
-def test_hook_directive_and_automatic_badge():
-    from academy.docs import hooks
+def page(src_path):
+    return type("Page", (), {"file": type("File", (), {"src_path": src_path})()})()
 
-    text = hooks.render_directive(hooks.parse_directive("verified vector_add"))
+
+def test_hook_directive_and_automatic_badge():
+    from academy.site import hooks, pages
+
+    text = pages.Build().render(pages.parse_directive("verified vector_add"))
     assert text.startswith('<p class="academy-verified">')
 
-    class File:
-        src_path = "kernels/vector_add.md"
-
-    class Page:
-        file = File()
-
-    out = hooks.on_page_markdown("# Vector addition\n\nText.\n", page=Page())
-    assert out.split("\n")[2].startswith('<p class="academy-verified">')
+    html = '<h1 id="title">Title</h1>\n<p>Text.</p>'
+    for chapter_page in ("kernels/vector_add.md", "tutorials/row_sum.py"):  # a Markdown page, a notebook
+        out = hooks.on_page_content(html, page=page(chapter_page))
+        assert out.split("\n")[1].startswith('<p class="academy-verified">'), chapter_page
+        assert hooks.on_page_content(out, page=page(chapter_page)) == out  # once, and never beside the directive's
+    assert hooks.on_page_content(html, page=page("tutorials/why_triton.py")) == html  # no chapter's page

@@ -5,8 +5,9 @@ Markdown pages, so these functions do the same jobs from a code cell:
 
 * :func:`show` displays a named section of a file under ``examples/``;
 * :func:`answer` displays an exercise's answer in a collapsed block;
-* :func:`bench_table` and :func:`bench_plot` render committed GPU results,
-  exactly as the chapter pages do (a note when nothing is measured yet).
+* :func:`bench_table` and :func:`bench_plot` render committed GPU results
+  with the chapter pages' own views (:meth:`academy.site.pages.Build.views`),
+  one after another instead of in tabs (a note when nothing is measured yet).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import html
 import re
 
 from academy.bench import render
-from academy.bench.results import load
-from academy.chapters import REPO_ROOT, chapter
+from academy.chapters import REPO_ROOT
+from academy.site import pages
 
 ANNOTATION = re.compile(r"\s*# \(\d+\)!\s*$")
 
@@ -63,8 +64,9 @@ def answer(ref: str, title: str = "Answer"):
     return HTML(f"<details class='success'><summary>{html.escape(title)}</summary>{code}</details>")
 
 
-def _results(slug: str):
-    return [load(path) for path in chapter(slug).results_files()]
+def _views(name: str, slug: str, filters: dict[str, str]):
+    """The per-GPU views the pages' ``<!-- bench:NAME SLUG ... -->`` draws, checked the same way."""
+    return pages.Build().views(pages.make_directive(name, [slug], filters.items()))
 
 
 def _not_measured(slug: str):
@@ -73,10 +75,10 @@ def _not_measured(slug: str):
 
 def bench_table(slug: str, **filters):
     """The results table(s) of a chapter, one per GPU measured (``sweep=``, ``mode=``, ``dtype=`` filter)."""
-    measured = _results(slug)
-    if not measured:
+    views = _views("table", slug, filters)
+    if not views:
         return _not_measured(slug)
-    parts = [f"**{render.gpu_label(r)}** ({r.provenance.date[:10]})\n\n{render.table(r, **filters)}" for r in measured]
+    parts = [f"**{render.gpu_label(r)}** ({r.provenance.date[:10]})\n\n{table}" for r, table in views]
     return _markdown("\n\n".join(parts))
 
 
@@ -84,7 +86,7 @@ def bench_plot(slug: str, **filters):
     """The results plot of a chapter on each GPU measured (``sweep=``, ``mode=``, ``dtype=``)."""
     from IPython.display import HTML
 
-    measured = _results(slug)
-    if not measured:
+    views = _views("plot", slug, filters)
+    if not views:
         return _not_measured(slug)
-    return HTML("".join(render.plot(r, **filters) for r in measured))
+    return HTML("".join(plot for _, plot in views))

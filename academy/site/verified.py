@@ -1,12 +1,12 @@
 """Verified-with records: which torch / Triton a chapter's tests passed with, where.
 
-A record is written by the pytest plugin :mod:`academy.pytest_verified` (active
+A record is written by the pytest plugin :mod:`academy.site.pytest_verified` (active
 when ``ACADEMY_RECORD_VERIFIED=1``) after a run in which *every* test of a
 chapter ran and none failed, into ``examples/<slug>/verified/<key>.json``:
 ``cpu.json`` for the Triton interpreter, ``h100.json`` (the
 :func:`academy.bench.results.gpu_key` of the device) on a GPU. The pages show
-the records as a badge right under the chapter's title (the MkDocs hook inserts
-it), so no version is ever typed by hand:
+the records as a badge right under the chapter's title
+(:func:`academy.site.pages.insert_badge` puts it there), so no version is ever typed by hand:
 
     Verified: CPU interpreter — torch 2.13.0, triton 3.9.0 (2026-11-22) ·
     H100 (sm_90) — torch 2.11.0, triton 3.6.0 (2026-11-22) · fast path needs sm_90 (TMA)
@@ -34,7 +34,6 @@ from __future__ import annotations
 import ast
 import json
 import platform as _platform
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -205,24 +204,3 @@ def badge(slug: str) -> str:
         parts.append("runs on any CUDA GPU Triton supports")
     body = " · ".join(parts)
     return f'<p class="academy-verified"><small><strong>Verified:</strong> {body}</small></p>\n'
-
-
-H1_RE = re.compile(r"^# .+$", re.M)
-
-
-def insert_badge(markdown: str, slug: str) -> str:
-    """The badge right after the page's first H1 (outside code fences), or at the top when it has none."""
-    fence = None
-    lines = markdown.split("\n")
-    for i, line in enumerate(lines):
-        opened = re.match(r"^[ \t]*(`{3,}|~{3,})", line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opened:
-            fence = opened.group(1)
-            continue
-        if H1_RE.match(line):
-            return "\n".join(lines[: i + 1] + ["", badge(slug).rstrip("\n"), ""] + lines[i + 1 :])
-    return badge(slug) + "\n" + markdown

@@ -57,7 +57,7 @@ Placeholder pages (a single ``# ... (placeholder`` line) are skipped.
 
 Public API: :func:`find_quantities` (the prose side), :func:`measured_numbers`
 (the results side), :func:`check_page` (both: a list of problems) and
-:func:`check_markdown` (what the MkDocs hook calls).
+:func:`check_markdown` (what :mod:`academy.site.pages` calls for every kernel page).
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ from pathlib import Path
 from academy.bench import render
 from academy.bench.results import OURS, Results, is_ours, load
 from academy.chapters import DOCS_DIR, Chapter
+from academy.site.headlines import headline
 
 # unit as typed -> the kind it is compared as
 UNITS = {
@@ -320,8 +321,6 @@ def slug_of_page(src_path: str) -> str | None:
 
 def _headline(slug: str):
     try:
-        from academy.docs.hooks import headline
-
         return headline(slug)
     except Exception:
         return None

@@ -1,1 +1,0 @@
-"""Documentation build helpers (MkDocs hooks)."""

@@ -1,0 +1,57 @@
+"""MkDocs hook: a thin adapter between MkDocs' events and :mod:`academy.site`.
+
+The work is done by plain modules that know nothing of MkDocs:
+
+* ``on_config`` reloads the site's modules (:func:`academy.site.reloading.reload_modules`,
+  so ``mkdocs serve`` rebuilds with the code as it is now) and makes the
+  build's :class:`academy.site.pages.Build`, kept in the config under
+  :data:`BUILD_KEY`: everything that lasts across one build lives there;
+* ``on_page_markdown`` expands the ``<!-- bench:... -->`` directives and checks
+  the prose's numbers (:meth:`~academy.site.pages.Build.page_markdown`);
+* ``on_page_content`` puts the verified-with badge under a chapter page's title,
+  Markdown or notebook (:meth:`~academy.site.pages.Build.page_html`);
+* ``on_post_build`` drops code blocks from the search index
+  (:mod:`academy.site.search_index`).
+
+A page that cannot be built (:class:`~academy.site.pages.PageError`) fails the
+build with MkDocs' ``PluginError``.
+"""
+
+from __future__ import annotations
+
+from academy.site import pages, reloading, search_index
+
+from mkdocs.exceptions import PluginError
+
+BUILD_KEY = "academy_build"
+
+
+def _build(config) -> pages.Build:
+    """This build's state; a fresh one when an event is called outside a build (a test)."""
+    build = config.get(BUILD_KEY) if config is not None else None
+    return build if build is not None else pages.Build()
+
+
+def _src_path(page) -> str:
+    return page.file.src_path if page is not None else "?"
+
+
+def on_config(config, **kwargs):
+    reloading.reload_modules()
+    config[BUILD_KEY] = pages.Build(nav_titles=pages.nav_titles(config.get("nav")))
+    return config
+
+
+def on_page_markdown(markdown, page=None, config=None, **kwargs):
+    try:
+        return _build(config).page_markdown(markdown, _src_path(page))
+    except pages.PageError as err:
+        raise PluginError(str(err)) from err
+
+
+def on_page_content(html, page=None, config=None, **kwargs):
+    return _build(config).page_html(html, _src_path(page))
+
+
+def on_post_build(config, **kwargs):
+    search_index.drop_code_blocks(config["site_dir"])
