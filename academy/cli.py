@@ -3,8 +3,9 @@
 ```text
 academy env                 device, versions, interpreter mode
 academy check SLUG...       run a chapter's tests on this machine's device
-academy bench SLUG... [--quick] [--out DIR]
+academy bench SLUG... [--quick] [--out DIR] [--sweep NAME]...
                             measure on a GPU and write results files
+                            (--sweep: only those sweeps, merged into the file)
 academy results             list results files; exit 1 if any is stale
 ```
 """
@@ -35,16 +36,43 @@ def _check(args: argparse.Namespace) -> int:
     return int(pytest.main(["-q", "-p", "no:cacheprovider", *folders]))
 
 
+def _existing_results(slug: str, target: Path, allow_new: bool):
+    """The results file ``academy bench --sweep`` merges into (this GPU's, in ``target``), checked
+    against the current kernel code before any GPU time is spent; ``None`` for a new file."""
+    from academy.bench import results as results_io
+    from academy.chapters import chapter
+
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("benchmarks need a CUDA GPU; on this machine the site shows committed results")
+    gpu = torch.cuda.get_device_properties(0).name
+    path = target / f"{results_io.gpu_key(gpu)}.json"
+    if not path.exists():
+        if allow_new:
+            return None
+        raise ValueError(f"{slug}: --sweep merges into {path}, which does not exist: run the whole benchmark first")
+    existing = results_io.load(path)
+    results_io.check_mergeable(existing, chapter(slug).code_hash(), gpu)
+    return existing
+
+
 def _bench(args: argparse.Namespace) -> int:
     from academy.bench import results as results_io
-    from academy.bench.runner import run
+    from academy.bench.runner import load_spec, run
     from academy.chapters import chapter
 
     for slug in args.slugs:
-        measured = run(slug, quick=args.quick)
         target = Path(args.out) / slug if args.out else chapter(slug).results_dir
-        path = results_io.save(measured, target)
-        print(f"{slug}: {len(measured.rows)} rows -> {path}")
+        existing, sweeps = None, None
+        if args.sweep:
+            sweeps = load_spec(slug).sweep_names(args.sweep)  # an unknown name: a clear error, no GPU work
+            existing = _existing_results(slug, target, allow_new=bool(args.out))
+        measured = run(slug, quick=args.quick, sweeps=sweeps)
+        saved = measured if existing is None else results_io.merge_sweeps(existing, measured, sweeps)
+        path = results_io.save(saved, target)
+        merged = f", merged into {len(saved.rows)} rows" if existing is not None else ""
+        print(f"{slug}: {len(measured.rows)} rows{merged} -> {path}")
         for provider, reason in measured.skipped.items():
             print(f"  skipped {provider}: {reason}")
         for row in measured.rows:
@@ -84,6 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("slugs", nargs="+", metavar="SLUG")
     bench.add_argument("--quick", action="store_true", help="only the first shapes of each sweep")
     bench.add_argument("--out", help="write to OUT/SLUG/<gpu>.json instead of examples/SLUG/results/")
+    bench.add_argument(
+        "--sweep",
+        action="append",
+        metavar="NAME",
+        help="measure only this sweep, or the sweeps named NAME + ' …' (repeatable), and merge their rows into "
+        "this GPU's results file, replacing theirs; refused unless the file measured the current kernel code",
+    )
     bench.set_defaults(handler=_bench)
     commands.add_parser("results", help="list results files; exit 1 if any is stale").set_defaults(handler=_results)
     args = parser.parse_args(argv)

@@ -230,18 +230,21 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
     shape_header = "×".join(next(iter(key_orders))) if len(key_orders) == 1 else "shape"
     extra = [name for name in ("sweep", "dtype", "mode") if len({getattr(k, name) for k in cases}) > 1]
 
-    header = [shape_header, *extra]
+    labelled = any(row.label for row in rows)  # a zoo sweep: say which models each shape stands for
+    header = [shape_header, *(["models"] if labelled else []), *extra]
     header += [provider_label(provider) for provider in providers]
     header += [f"% of {ceiling_name(metric)}", "vs best peer"]
+    left = 1 + labelled + len(extra)  # left-aligned text columns
 
     lines = [
         "| " + " | ".join(header) + " |",
-        "|" + "|".join([":--"] * (1 + len(extra)) + ["--:"] * (len(header) - 1 - len(extra))) + "|",
+        "|" + "|".join([":--"] * left + ["--:"] * (len(header) - left)) + "|",
     ]
     for key, by_provider in cases.items():
         params = dict(key.params)
         shape = "×".join(str(v) for v in params.values()) if len(key_orders) == 1 else shape_text(params)
-        cells = [shape, *(getattr(key, name) for name in extra)]
+        label = next((row.label for row in by_provider.values() if row.label), "")
+        cells = [shape, *([escape(label) or DASH] if labelled else []), *(getattr(key, name) for name in extra)]
         for provider in providers:
             cells.append(_provider_cell(by_provider.get(provider), unit))
         ours = by_provider.get(OURS)
@@ -255,8 +258,8 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
         f"*{what + ': ' if what else ''}median time per call over CUDA-graph replays ± half its p20–p80 range; "
         f"{unit} from the minimal "
         f"{'bytes' if metric == 'bandwidth' else 'FLOPs'} per call; % of the {ceiling_name(metric)} ceiling "
-        f"measured in the same run ({fmt_rate(results.ceiling_of(metric), unit)}); vs best peer = fastest peer's "
-        f"median ÷ ours, bold when ours is at least as fast"
+        f"measured in the same run ({fmt_rate(results.ceiling_of(metric, sweep), unit)}); "
+        f"vs best peer = fastest peer's median ÷ ours, bold when ours is at least as fast"
         f"{'; ours (…) are our own earlier stages, not peers' if stages else ''}.*"
     )
     out = "\n".join(lines) + "\n\n" + note + "\n"
@@ -375,7 +378,7 @@ def plot(results: Results, *, sweep: str | None = None, mode: str | None = None,
         raise ValueError(f"{results.slug}: no rows for sweep={sweep} mode={mode} dtype={dtype}")
     x_name = rows[0].x
     metric = metric_of(results, rows)
-    unit, ceiling = results.unit_of(metric), results.ceiling_of(metric)
+    unit, ceiling = results.unit_of(metric), results.ceiling_of(metric, sweep)
     providers = order_providers(row.provider for row in rows)
     series = {
         p: sorted(((float(r.params[x_name]), r) for r in rows if r.provider == p), key=lambda t: t[0])

@@ -76,10 +76,25 @@ class Row:
     metric: str = ""  # "bandwidth" or "compute"; empty in files that predate per-sweep metrics
     peak_mib: float | None = None  # peak CUDA memory one call allocates beyond its inputs
     host_timed: bool = False  # timed by events around host launches (the op syncs with the host)
+    label: str = ""  # what the shape stands for (the models that have it); empty for most sweeps
 
     @property
     def shape_label(self) -> str:
         return "×".join(str(v) for v in self.params.values())
+
+
+@dataclass(frozen=True)
+class MergedRun:
+    """A later run whose rows replaced those of some sweeps (``academy bench SLUG --sweep NAME``):
+    its own provenance, and the ceilings its rows' fractions were taken against."""
+
+    sweeps: list[str]
+    provenance: Provenance
+    ceilings: Ceilings
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MergedRun:
+        return cls(list(data["sweeps"]), Provenance(**data["provenance"]), Ceilings(**data["ceilings"]))
 
 
 @dataclass
@@ -92,6 +107,8 @@ class Results:
     skipped: dict[str, str] = field(default_factory=dict)  # provider -> why it did not run
     timing: str = ""  # how each row's time was taken, in words, for the page
     schema: int = SCHEMA_VERSION
+    merged: list[MergedRun] = field(default_factory=list)
+    """Runs merged in later, each for some sweeps (same kernel code, same GPU); empty for one whole run."""
 
     @property
     def unit(self) -> str:
@@ -105,11 +122,24 @@ class Results:
     def unit_of(metric: str) -> str:
         return "GB/s" if metric == "bandwidth" else "TFLOP/s"
 
-    def ceiling_of(self, metric: str) -> float:
-        return self.ceilings.ceiling_of(metric)
+    def ceiling_of(self, metric: str, sweep: str | None = None) -> float:
+        """The ceiling the rows of ``sweep`` were measured against (that of a merged run, for its sweeps)."""
+        return self.ceilings_of(sweep).ceiling_of(metric)
+
+    def ceilings_of(self, sweep: str | None) -> Ceilings:
+        for run in self.merged:
+            if sweep in run.sweeps:
+                return run.ceilings
+        return self.ceilings
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1, sort_keys=False) + "\n"
+        data = asdict(self)
+        for row in data["rows"]:
+            if not row["label"]:
+                del row["label"]  # most rows have none: keep the files as they were
+        if not data["merged"]:
+            del data["merged"]
+        return json.dumps(data, indent=1, sort_keys=False) + "\n"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Results:
@@ -123,7 +153,58 @@ class Results:
             rows=[Row(**{**row, "metric": row.get("metric") or data["metric"]}) for row in data["rows"]],
             skipped=dict(data.get("skipped", {})),
             timing=data.get("timing", ""),
+            merged=[MergedRun.from_dict(run) for run in data.get("merged", [])],
         )
+
+
+def check_mergeable(existing: Results, kernel_hash: str, gpu: str) -> None:
+    """Refuse to merge new rows into ``existing`` unless they measure the same kernel code on the same GPU."""
+    if existing.provenance.kernel_hash != kernel_hash:
+        raise ValueError(
+            f"{existing.slug}: the results file was measured on kernel code {existing.provenance.kernel_hash}, "
+            f"and the code is now {kernel_hash}: merging would mix two versions of the kernel in one file; "
+            "run the whole benchmark (without --sweep)"
+        )
+    if existing.provenance.gpu != gpu:
+        raise ValueError(
+            f"{existing.slug}: the results file was measured on {existing.provenance.gpu}, not on this {gpu}; "
+            "run the whole benchmark (without --sweep)"
+        )
+
+
+def merge_sweeps(existing: Results, measured: Results, sweeps: list[str]) -> Results:
+    """``existing`` with the rows of ``sweeps`` replaced by ``measured``'s rows (which hold those sweeps
+    only): replaced sweeps keep their place, new ones follow. The file keeps its provenance and
+    ceilings; ``measured``'s are recorded in ``merged`` for its sweeps."""
+    check_mergeable(existing, measured.provenance.kernel_hash, measured.provenance.gpu)
+    if measured.slug != existing.slug:
+        raise ValueError(f"cannot merge {measured.slug} results into {existing.slug}'s")
+    stray = {row.sweep for row in measured.rows} - set(sweeps)
+    if stray:
+        raise ValueError(f"the measured rows hold sweeps that were not named: {sorted(stray)}")
+    new_rows = {sweep: [row for row in measured.rows if row.sweep == sweep] for sweep in sweeps}
+    rows: list[Row] = []
+    for row in existing.rows:
+        if row.sweep in new_rows:
+            rows += new_rows.pop(row.sweep)  # the first old row of a sweep: its new rows go here
+        elif row.sweep not in sweeps:
+            rows.append(row)
+    for sweep_rows in new_rows.values():
+        rows += sweep_rows
+    earlier = [
+        MergedRun([s for s in run.sweeps if s not in sweeps], run.provenance, run.ceilings) for run in existing.merged
+    ]
+    return Results(
+        slug=existing.slug,
+        metric=existing.metric,
+        provenance=existing.provenance,
+        ceilings=existing.ceilings,
+        rows=rows,
+        skipped={**existing.skipped, **measured.skipped},
+        timing=existing.timing or measured.timing,
+        merged=[run for run in earlier if run.sweeps]
+        + [MergedRun(list(sweeps), measured.provenance, measured.ceilings)],
+    )
 
 
 def gpu_key(gpu_name: str) -> str:

@@ -14,6 +14,7 @@ and nothing else; every provider is timed the same way.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import platform
 import random
@@ -356,6 +357,7 @@ def run_case(
             metric=case.metric,
             peak_mib=peak,
             host_timed=not graph_safe,
+            label=case.label,
         )
 
     rows, failures = [], {}
@@ -369,10 +371,16 @@ def run_case(
                 raise WrongResult(f"our kernel is wrong on {case}: {wrong}") from None
             failures[name] = f"wrong result on {dict(case.params)} {case.dtype_name} {case.mode}: {wrong}"
             continue
-        except (TypeError, ValueError, NotImplementedError) as refused:  # e.g. a variant limited to narrower rows
+        except (TypeError, ValueError, NotImplementedError, torch.cuda.OutOfMemoryError) as refused:
+            # e.g. a variant limited to narrower rows, or a peer that needs more memory than the GPU has
             if name == OURS:
                 raise
             failures[name] = f"does not take {dict(case.params)} {case.dtype_name} {case.mode}: {_first_line(refused)}"
+            continue
+        except Exception as err:  # a peer library failing on an odd shape (a RuntimeError from its kernels)
+            if name == OURS:
+                raise
+            failures[name] = f"failed on {dict(case.params)} {case.dtype_name} {case.mode}: {_first_line(err)}"
             continue
         clear_grads()
         peak = peak_mib(_thunk(op, copies[0], grad, []))
@@ -407,11 +415,17 @@ def run_case(
     return rows, failures
 
 
-def run(slug: str, *, quick: bool = False, progress: bool = True) -> Results:
-    """Measure every case of a chapter's spec; return the results (not yet saved)."""
+def skipped_case_key(case: Case) -> str:
+    """The ``skipped`` entry of a whole case the GPU could not hold (the entries are otherwise providers)."""
+    return f"{case.sweep}: {', '.join(f'{k}={v}' for k, v in case.params.items())} {case.dtype_name} {case.mode}"
+
+
+def run(slug: str, *, quick: bool = False, progress: bool = True, sweeps: Sequence[str] | None = None) -> Results:
+    """Measure every case of a chapter's spec (``sweeps``: only those sweeps'); return the results (not yet saved)."""
     from tqdm.auto import tqdm
 
     spec = load_spec(slug)
+    cases = list(spec.cases(quick=quick, sweeps=sweeps))  # an unknown sweep name fails before any GPU work
     if not torch.cuda.is_available():
         raise RuntimeError("benchmarks need a CUDA GPU; on this machine the site shows committed results")
     ops, skipped = {}, {}
@@ -423,9 +437,14 @@ def run(slug: str, *, quick: bool = False, progress: bool = True) -> Results:
             ops[name] = op
     ceilings = measure_ceilings()
     rows: list[Row] = []
-    cases = list(spec.cases(quick=quick))
     for case in tqdm(cases, desc=slug, unit="case", disable=not progress):
-        case_rows, failures = run_case(spec, case, ops, ceilings)
+        try:
+            case_rows, failures = run_case(spec, case, ops, ceilings)
+        except torch.cuda.OutOfMemoryError as err:  # a zoo shape too large for this GPU: skip it, say so
+            case_rows, failures = [], {skipped_case_key(case): f"out of GPU memory: {_first_line(err)}"}
+        if not case_rows:
+            gc.collect()  # the failed case's tensors, held by the exception's frames until now
+            torch.cuda.empty_cache()
         rows += case_rows
         skipped.update(failures)
     return Results(

@@ -29,6 +29,8 @@ class Case:
     """What the case is measured against: "bandwidth" (bytes, the copy ceiling) or "compute"."""
     providers: tuple[str, ...] | None = None
     """The providers timed on this case (``None``: all of the spec's)."""
+    label: str = ""
+    """What the shape stands for, shown beside it (the models that have it); may be empty."""
 
     @property
     def dtype_name(self) -> str:
@@ -52,6 +54,14 @@ class Sweep:
     """Overrides the spec's metric for this sweep: one chapter may time a memory-bound
     family of shapes and a compute-bound one (``work`` then returns bytes for the first
     and FLOPs for the second; ``case.metric`` says which)."""
+    labels: Sequence[str] | None = None
+    """One label per shape (what it stands for: the models that have it), or ``None``."""
+    dtypes: Sequence[torch.dtype] | None = None
+    """Overrides the spec's dtypes for this sweep (a zoo of shapes measured in one dtype)."""
+
+    def __post_init__(self) -> None:
+        if self.labels is not None and len(self.labels) != len(self.shapes):
+            raise ValueError(f"sweep {self.name!r}: {len(self.labels)} labels for {len(self.shapes)} shapes")
 
 
 OpLoader = Callable[[], "Callable | None"]
@@ -97,11 +107,31 @@ class BenchSpec:
         if "academy" not in self.providers:
             raise ValueError("a spec must time our own kernel under the provider name 'academy'")
 
-    def cases(self, quick: bool = False) -> Iterator[Case]:
+    def sweep_names(self, names: Sequence[str]) -> list[str]:
+        """The sweeps ``names`` select, in spec order: a name selects the sweep of that name, or
+        every sweep whose name starts with it and a space ("models" selects "models T=4096")."""
+
+        def selects(name: str, sweep: str) -> bool:
+            return sweep == name or sweep.startswith(name + " ")
+
+        unknown = [name for name in names if not any(selects(name, sweep.name) for sweep in self.sweeps)]
+        if unknown:
+            raise ValueError(
+                f"{self.slug} has no sweep {', '.join(map(repr, unknown))}; "
+                f"its sweeps: {', '.join(repr(sweep.name) for sweep in self.sweeps)}"
+            )
+        return [sweep.name for sweep in self.sweeps if any(selects(name, sweep.name) for name in names)]
+
+    def cases(self, quick: bool = False, sweeps: Sequence[str] | None = None) -> Iterator[Case]:
+        """Every case, in sweep order; ``sweeps`` selects sweeps as :meth:`sweep_names` does."""
+        selected = None if sweeps is None else set(self.sweep_names(sweeps))
         for sweep in self.sweeps:
-            shapes = sweep.shapes[: self.quick_shapes] if quick else sweep.shapes
-            for shape in shapes:
-                for dtype in self.dtypes:
+            if selected is not None and sweep.name not in selected:
+                continue
+            labels = sweep.labels or [""] * len(sweep.shapes)
+            pairs = list(zip(sweep.shapes, labels))
+            for shape, label in pairs[: self.quick_shapes] if quick else pairs:
+                for dtype in sweep.dtypes or self.dtypes:
                     for mode in self.modes:
                         yield Case(
                             sweep.name,
@@ -111,4 +141,5 @@ class BenchSpec:
                             mode,
                             sweep.metric or self.metric,
                             None if sweep.providers is None else tuple(sweep.providers),
+                            label,
                         )
