@@ -190,8 +190,9 @@ for K, BLOCK_K in [(4096, 64), (4100, 64), (70, 32)]:
 # block size.
 #
 # A well-known rule of that kind is the settings helper of Unsloth's
-# row-wise kernels (the seeds' cross-entropy, GeGLU, SwiGLU and layer norm
-# all call one): the block is the row rounded up to a power of two, refused
+# row-wise kernels (the cross-entropy, GeGLU, SwiGLU and layer norm of the
+# earlier Triton Academy repository all call one): the block is the row
+# rounded up to a power of two, refused
 # above 65,536 lanes, and the warps grow with it, 4 by default, 8 from 2048
 # lanes, 16 from 8192 and 32 from 32768, so that each thread holds a
 # roughly constant number of values. Written out:

@@ -123,6 +123,12 @@ show("examples/backward_pass/kernel.py:launcher")
 # %% [markdown]
 # - The partial buffer has one row per row-block, in fp32 (fp64 for fp64).
 # - The second stage: sum the rows and cast to $w$'s dtype.
+# - `dy` is made contiguous before the launch, because the kernel addresses
+#   $x$ and $dy$ with the same row length. Autograd does not promise an
+#   incoming gradient laid out like the output: after a sum over the rows
+#   (`y.sum(0) @ v`) it is a row expanded to $M$ rows, strides $(0, 1)$. A
+#   kernel that takes $dy$'s own row stride reads that in place, as the
+#   [LayerNorm](../../kernels/layer_norm/) chapter's does.
 #
 # ## What an autograd Function saves and returns
 
@@ -155,7 +161,7 @@ show("examples/backward_pass/kernel.py:autograd")
 # 2. **Is the low-precision kernel accurate?** Compare against autograd through
 #    `reference` in float64, with the relative-L2 tolerances of the handbook,
 #    and allow up to twice the error PyTorch itself makes in the same dtype.
-#    For $dx$ the bar is derived from its terms instead: $s + w x\,s(1-s)$
+#    For $dx$ the tolerance is derived from its terms instead: $s + w x\,s(1-s)$
 #    cancels near $w x \approx -1.28$, so the kernel's fp32 roundings are
 #    relative to the terms, not to their small sum.
 

@@ -215,9 +215,10 @@ show_error(lambda: dbg.copy_kernel[(1,)](x, out, 1000, BLOCK=1000))
 # %% [markdown]
 # ### 6. A dot product with a dimension below 16
 #
-# Triton 3.6, the release on our GPU machines, compiles `tl.dot` only when
-# the reduction dimension `K` is at least 16, the `K` of the fp16/bf16
-# tensor-core instructions. (Newer releases, such as this machine's, accept
+# Triton 3.6, the release our H100 results were measured with, compiles
+# `tl.dot` only when the reduction dimension `K` is at least 16, the `K` of
+# the fp16/bf16 tensor-core instructions. (Newer releases, such as the one
+# this page was built with, accept
 # `K = 8` for fp32 operands, the `K` of the TF32 instruction.) The interpreter
 # multiplies any shapes, so this fp32 kernel runs here with `K = 8`:
 

@@ -50,9 +50,10 @@ Markdown(hardware_table_markdown())
 #   are derived from the boost clock; where the cited documents give no clock
 #   (B200) we print nothing rather than guess, and the figures for it that
 #   circulate in lecture notes disagree with each other for that reason.
-#   The lecture among our sources, for instance, lists register bandwidth
-#   of about $116$, $401$ and $447$ TB/s and shared-memory bandwidth of
-#   about $19$, $33$ and $19$ TB/s for A100, H100 and B200. The first two
+#   A university lecture on GPU kernels (`lecture_06.py`), for instance,
+#   lists register bandwidth of about $116$, $401$ and $447$ TB/s and
+#   shared-memory bandwidth of about $19$, $33$ and $19$ TB/s for A100, H100
+#   and B200. The first two
 #   columns match the derivation here. The B200's shared-memory figure
 #   cannot: with 148 SMs of 32 four-byte banks, $19$ TB/s would mean a
 #   clock of $19 \times 10^{12} / (148 \cdot 128) \approx 1.0$ GHz, while

@@ -101,7 +101,7 @@ show("examples/layer_norm_locks/kernel.py:forward_kernel")
 # = \frac1\sigma\Bigl(g - \overline{g}\,\mathbf 1 - \overline{g\odot\hat x}\;\hat x\Bigr),
 # $$
 #
-# where the bars are means over the row. The matrix is never formed: two
+# where an overline is a mean over the row. The matrix is never formed: two
 # row reductions, $\overline g$ and $\overline{g\odot\hat x}$, and an
 # element-wise expression. Read geometrically, $dx$ is $g$ with its
 # components along $\mathbf 1$ and along $\hat x$ removed (the bracket is, up to
@@ -182,6 +182,13 @@ show("examples/layer_norm_locks/kernel.py:launcher")
 #   and are a starting point, not a law.
 # - Partial buffers in fp32 whatever the input dtype.
 # - Locks and counts in one zeroed int32 array: $2\times$`GROUP_SIZE_M` values.
+# - `dy.reshape(...).contiguous()`: the kernels step through $x$, $dy$ and
+#   $dx$ by the same row length, $N$, and autograd does not promise a $dy$
+#   laid out like $x$. After a sum over the rows (`y.sum(0) @ v`) it hands over a $dy$ expanded
+#   from one row, strides $(0, 1)$; read with $x$'s stride, as the 2022
+#   tutorial did, that walks far past its single row. Here it is copied; the
+#   [LayerNorm](../../kernels/layer_norm/) chapter passes $dy$'s own row
+#   stride instead and reads it in place.
 #
 # ## Why the release needs a barrier
 #

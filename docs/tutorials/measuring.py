@@ -520,8 +520,9 @@ for m in measurements:
 # $B_M \times B_N \times B_K$. A `simt` `f32` kernel under an fp32 matmul
 # says the tensor cores were not used at all (TF32 off); a small tile on a
 # large problem says the library's heuristic expected little parallelism.
-# `torch.profiler` can also be asked for more detail per event: the lecture
-# among our sources passes the private
+# `torch.profiler` can also be asked for more detail per event: the
+# university lecture on benchmarking and Triton kernels (`lecture_06.py`)
+# this tutorial draws on passes the private
 # `experimental_config=torch._C._profiler._ExperimentalConfig(verbose=True)`
 # for that, a switch that may change between PyTorch releases.
 

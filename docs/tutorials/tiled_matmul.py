@@ -382,7 +382,7 @@ print("fp32 tolerance in this handbook      1.0e-05")
 
 # %% [markdown]
 # Rounding to TF32 costs a relative error of a few times $10^{-4}$, thirty to
-# eighty times the fp32 bar; truncating costs two to three times as much as
+# eighty times the fp32 tolerance; truncating costs two to three times as much as
 # rounding to nearest. TF32 keeps fp16's 10 mantissa bits (with fp32's
 # exponent range), so its inputs carry the same rounding error as fp16
 # inputs. Two honest ways out:
