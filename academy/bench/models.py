@@ -16,9 +16,9 @@ not model properties; the ones that matter are the constants below: decode
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 DECODE_TOKENS = (1, 16)
 """Tokens per forward pass while decoding: one sequence, or a batch of 16."""
@@ -270,6 +270,14 @@ def distinct(pairs: Iterable[tuple[K, str]], key: Callable[[K], object] | None =
             names.append(name)
     ordered = sorted(shared, key=key) if key else sorted(shared)
     return [Shared(value, tuple(shared[value])) for value in ordered]
+
+
+def sweep(name: str, x: str, shared: Sequence[Shared], shape: Callable[[Any], Mapping[str, int]], **fields):
+    """A benchmark :class:`~academy.bench.spec.Sweep` with one shape per distinct value,
+    ``shape(value)``, labelled with the value's models; ``fields`` are the sweep's others."""
+    from academy.bench.spec import Sweep
+
+    return Sweep(name, x=x, shapes=[dict(shape(s.value)) for s in shared], labels=[s.label for s in shared], **fields)
 
 
 def hidden_sizes(models: Sequence[Model] = MODELS, norm: str | None = None) -> list[Shared]:

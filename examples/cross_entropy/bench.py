@@ -5,6 +5,7 @@ Every provider takes the inputs of either sweep: ``(logits, target)`` for
 "T=8192" and ``(hidden, weight, target)`` for "linear".
 """
 
+from academy.bench.models import vocabularies
 from academy.bench.peers import compiled, eager, liger
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
@@ -104,6 +105,24 @@ def _liger_adapter(_unused):
     return op
 
 
+LARGE_VOCAB = 128_000
+"""From this vocabulary up, the model-zoo sweep takes 4096 tokens instead of 8192 (the logits of
+8192 tokens would be 2 GiB and more, and the bench's device time grows with them)."""
+
+
+def _model_sweep(tokens: int, large: bool) -> Sweep:
+    """The zoo's distinct vocabularies (academy.bench.models) on one side of LARGE_VOCAB, labelled
+    with their models; ``academy bench cross_entropy --sweep models`` measures both sweeps alone."""
+    vocabs = [v for v in vocabularies() if (v.value >= LARGE_VOCAB) == large]
+    return Sweep(
+        f"models T={tokens}",
+        x="V",
+        shapes=[{"T": tokens, "V": v.value} for v in vocabs],
+        labels=[v.label for v in vocabs],
+        providers=("academy", "eager", "eager-fp32", "compile", "liger"),
+    )
+
+
 SPEC = BenchSpec(
     slug="cross_entropy",
     metric="bandwidth",
@@ -116,6 +135,8 @@ SPEC = BenchSpec(
             metric="compute",
             providers=("academy", "academy:unfused", "eager", "eager-fp32", "liger"),
         ),
+        _model_sweep(8192, large=False),
+        _model_sweep(4096, large=True),
     ],
     dtypes=[torch.bfloat16],
     modes=["fwd", "fwd+bwd"],

@@ -7,6 +7,11 @@
   held to the Triton kernels (``path="tma"``), in both sweeps.
 * ``short causal``: S = 256 (B = 128), where the naive whole-row kernel still
   fits on chip. The stages are timed there and in the causal sweep.
+* ``models …``: the model zoo's attention shapes (``academy.bench.models``,
+  labelled with their models), bf16 only, ours against the peers: every
+  distinct (heads H, key/value heads KV, head size D) at S = 4096, causal; then
+  the most common one over S from 1k to 32k (one S = 3000, a multiple of no
+  tile), causal and full. Still 32768 tokens per batch.
 
 The peers are PyTorch's ``scaled_dot_product_attention`` forced onto one
 backend each: FlashAttention-2 (``sdpa_flash``) and cuDNN (``sdpa_cudnn``).
@@ -24,23 +29,32 @@ from __future__ import annotations
 import functools
 import math
 
+from academy.bench.models import RAGGED_TOKENS, attention_configs, most_shared
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
 
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from examples.flash_attention.kernel import attention, attention_flops, causal_mask
+from examples.flash_attention.kernel import HEAD_DIMS, attention, attention_flops, causal_mask
 from examples.flash_attention.stages import STAGES
 
 TOKENS = 32768
 HEADS = 16
 
 
+def heads(case: Case) -> tuple[int, int]:
+    """(query heads, key/value heads): HEADS and HEADS, unless the shape names them (the model-zoo sweeps)."""
+    h = case.params.get("H", HEADS)
+    return h, case.params.get("KV", h)
+
+
 def make_inputs(case: Case, device: str) -> tuple[torch.Tensor, ...]:
     S, D = case.params["S"], case.params["D"]
+    H, KV = heads(case)
     batch = TOKENS // S if device == "cuda" else 1  # the CPU spec test runs one sequence under the interpreter
-    q, k, v = (random_tensor((batch, HEADS, S, D), case.dtype, device=device) for _ in range(3))
+    q = random_tensor((batch, H, S, D), case.dtype, device=device)
+    k, v = (random_tensor((batch, KV, S, D), case.dtype, device=device) for _ in range(2))
     return q, k, v, torch.tensor(1 + case.params["causal"])  # 1: full, 2: causal; the flag stays on the CPU
 
 
@@ -49,7 +63,7 @@ def work(case: Case) -> float:
     """4·B·H·S²·D FLOPs forward (QKᵀ and P·V, 2 FLOPs per multiply-add), half when causal;
     forward+backward adds the backward's 5 matmuls: 3.5× the forward."""
     S, D = case.params["S"], case.params["D"]
-    return attention_flops(TOKENS // S, HEADS, S, S, D, bool(case.params["causal"]), case.mode)
+    return attention_flops(TOKENS // S, heads(case)[0], S, S, D, bool(case.params["causal"]), case.mode)
 
 
 # --8<-- [end:work]
@@ -65,8 +79,11 @@ def _rows_reference(q_rows, k, v, first_row, s_q, causal, scale):
 
 def reference(q, k, v, mask_kind) -> torch.Tensor:
     """The definition in fp32, 1024 query rows at a time with each chunk checkpointed, so that
-    neither the forward nor the backward holds the whole S×S matrix (16384² scores × 32 heads)."""
+    neither the forward nor the backward holds the whole S×S matrix (16384² scores × 32 heads).
+    Grouped-query attention: each key/value head serves H / H_kv consecutive query heads."""
     causal, scale, chunk = int(mask_kind) == 2, 1.0 / math.sqrt(q.shape[-1]), 1024
+    if k.shape[1] != q.shape[1]:
+        k, v = (t.repeat_interleave(q.shape[1] // t.shape[1], dim=1) for t in (k, v))
     outs = [
         checkpoint(_rows_reference, q[:, :, r : r + chunk], k, v, r, q.shape[2], causal, scale, use_reentrant=False)
         for r in range(0, q.shape[2], chunk)
@@ -89,8 +106,14 @@ def sdpa(backend_name: str):
         backend = getattr(SDPBackend, backend_name)
 
         def call(q, k, v, mask_kind):
-            with sdpa_kernel(backend):
-                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=int(mask_kind) == 2)
+            gqa = k.shape[1] != q.shape[1]  # grouped-query attention: ask the backend for it
+            try:
+                with sdpa_kernel(backend):
+                    return torch.nn.functional.scaled_dot_product_attention(
+                        q, k, v, is_causal=int(mask_kind) == 2, **({"enable_gqa": True} if gqa else {})
+                    )
+            except RuntimeError as refused:  # "No available kernel": the backend does not take this shape
+                raise NotImplementedError(f"{backend_name}: {refused}".splitlines()[0]) from None
 
         return call
 
@@ -129,10 +152,44 @@ SWEEPS = [
     ),
 ]
 
+_CONFIGS = attention_configs(head_dims=HEAD_DIMS)
+"""The zoo's distinct (heads, kv heads, head dim) (academy.bench.models) at the head dims the kernel
+takes: Gemma-2 (256), Phi-3-mini (96) and DeepSeek-V3 (latent attention, 192/128) are left out."""
+_COMMON = most_shared(_CONFIGS)  # (32, 8, 128): Llama-3.1-8B, Mistral-7B, Mixtral, Mistral-Nemo, Qwen3-8B
+MODEL_S = 4096
+MODEL_LENGTHS = ((1024, 1), (RAGGED_TOKENS, 1), (32768, 1), (4096, 0), (32768, 0))
+"""(S, causal) of the length sweep: 1k to 32k, one length no tile divides, causal and full."""
+
+
+def _zoo_shape(config, S: int, causal: int) -> dict[str, int]:
+    return {"S": S, "D": config.head_dim, "causal": causal, "H": config.heads, "KV": config.kv_heads}
+
+
+MODEL_SWEEPS = [
+    Sweep(
+        f"models S={MODEL_S} causal",
+        x="H",
+        shapes=[_zoo_shape(c.value, MODEL_S, 1) for c in _CONFIGS],
+        labels=[c.label for c in _CONFIGS],
+        metric="compute",
+        providers=["academy", *PEERS],
+        dtypes=[torch.bfloat16],
+    ),
+    Sweep(
+        f"models H={_COMMON.value.heads}, KV={_COMMON.value.kv_heads}, D={_COMMON.value.head_dim}",
+        x="S",
+        shapes=[_zoo_shape(_COMMON.value, S, causal) for S, causal in MODEL_LENGTHS],
+        labels=[_COMMON.label] * len(MODEL_LENGTHS),
+        metric="compute",
+        providers=["academy", *PEERS],
+        dtypes=[torch.bfloat16],
+    ),
+]
+
 SPEC = BenchSpec(
     slug="flash_attention",
     metric="compute",
-    sweeps=SWEEPS,
+    sweeps=[*SWEEPS, *MODEL_SWEEPS],
     dtypes=[torch.float16, torch.bfloat16],
     modes=["fwd", "fwd+bwd"],
     make_inputs=make_inputs,

@@ -3,6 +3,7 @@ x of shape (M, 2N) at Llama MLP widths, against the unfused pair."""
 
 import importlib.util
 
+from academy.bench.models import PREFILL_TOKENS, glu_widths
 from academy.bench.peers import compiled, eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
@@ -44,6 +45,11 @@ def bytes_moved(case: Case) -> float:
 # --8<-- [end:work]
 
 
+MODEL_ROWS = PREFILL_TOKENS[-1]
+"""Tokens of the model-zoo sweep: 16384, a training micro-batch of 8 sequences of 2048."""
+_WIDTHS = glu_widths()  # every distinct gated MLP width of the zoo (academy.bench.models), dense and expert
+
+
 def _academy_unfused():
     """Our rms_norm then our swiglu, once the rms_norm chapter exists."""
     return unfused_academy if importlib.util.find_spec("examples.rms_norm") is not None else None
@@ -52,7 +58,15 @@ def _academy_unfused():
 SPEC = BenchSpec(
     slug="fused_rmsnorm_swiglu",
     metric="bandwidth",
-    sweeps=[Sweep("M=8192", x="N", shapes=[{"M": 8192, "N": n} for n in (4096, 11008, 14336)])],
+    sweeps=[
+        Sweep("M=8192", x="N", shapes=[{"M": 8192, "N": n} for n in (4096, 11008, 14336)]),
+        Sweep(
+            f"models M={MODEL_ROWS}",
+            x="N",
+            shapes=[{"M": MODEL_ROWS, "N": w.value} for w in _WIDTHS],
+            labels=[w.label for w in _WIDTHS],
+        ),
+    ],
     dtypes=[torch.bfloat16],
     modes=["fwd", "fwd+bwd"],
     make_inputs=make_inputs,

@@ -1,5 +1,6 @@
 """Benchmark spec for GeGLU (tanh form, the one Liger and Gemma use): bf16, forward and
-forward+backward, Llama MLP widths. Same byte model as SwiGLU."""
+forward+backward, Llama MLP widths and every gated MLP width of the model zoo. Same cases
+and byte model as SwiGLU."""
 
 import dataclasses
 

@@ -1,5 +1,9 @@
 """Benchmark spec for layer norm: bf16, forward and forward+backward (dx, dW, dB)."""
 
+import dataclasses
+
+from academy.bench.models import PREFILL_TOKENS, hidden_sizes
+from academy.bench.models import sweep as zoo_sweep
 from academy.bench.peers import compiled, eager, liger
 from academy.bench.spec import Case
 from academy.testing import random_tensor
@@ -64,4 +68,23 @@ SPEC = norm_spec(
         "compile": compiled(torch_layer_norm),
         "liger": liger("LigerLayerNormFunction", lambda apply: lambda x, w, b: apply(x, w, b, EPS)),
     },
+)
+
+MODEL_ROWS = PREFILL_TOKENS[-1]
+"""Rows of the model-zoo sweep: 16384 tokens, a training micro-batch of 8 sequences of 2048."""
+
+# Every distinct hidden size of the model zoo (academy.bench.models), labelled with its models, added
+# here rather than in norm_bench (whose code the results' hash covers); ``--sweep models`` runs it alone.
+SPEC = dataclasses.replace(
+    SPEC,
+    sweeps=[
+        *SPEC.sweeps,
+        zoo_sweep(
+            f"models M={MODEL_ROWS}",
+            "N",
+            hidden_sizes(),
+            lambda n: {"M": MODEL_ROWS, "N": n},
+            providers=("academy", "eager", "compile", "liger"),
+        ),
+    ],
 )

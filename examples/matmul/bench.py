@@ -7,12 +7,16 @@
 * ``decode M=…, K=…``: the same weights for M ∈ {1, 16} tokens: the weight
   read is almost all the traffic, so the metric is GB/s against the copy
   ceiling, the work being the bytes of A, B and C.
+* ``models M=…``: projections of real models (``academy.bench.models``,
+  labelled with the models that have them) at M ∈ {1, 16} (GB/s) and
+  {128, 3000} (TFLOP/s) tokens, fp16 only, ours against cuBLAS.
 
 Forward only; the runner checks every provider against the fp32 reference.
 """
 
 import functools
 
+from academy.bench.models import DECODE_TOKENS, PROJECTION_PICKS, RAGGED_TOKENS, projections
 from academy.bench.peers import eager
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
@@ -49,6 +53,26 @@ def work(case: Case) -> float:
 STAGE_PROVIDERS = [f"academy:{name}" for name in STAGES]
 FINAL_PROVIDERS = ["academy", "cublas", "academy:persistent", "academy:split_k"]
 
+MODEL_TOKENS = (*DECODE_TOKENS, 128, RAGGED_TOKENS)
+"""Tokens of the model-zoo sweeps: decode (1, 16: bandwidth-bound), a short prefill (128) and a
+prefill of 3000 tokens, a multiple of no tile (compute-bound)."""
+_PROJECTIONS = projections(kinds=PROJECTION_PICKS)  # weights of the zoo (academy.bench.models), labelled
+
+
+def _model_sweep(m: int) -> Sweep:
+    """The picked projections of the zoo at M tokens: y = x·Wᵀ for x (M × K) and W (N × K), timed
+    as A·B with A = x and B = Wᵀ, in fp16, ours against cuBLAS."""
+    return Sweep(
+        f"models M={m}",
+        x="N",
+        shapes=[{"M": m, "N": p.value.N, "K": p.value.K} for p in _PROJECTIONS],
+        labels=[p.label for p in _PROJECTIONS],
+        metric="bandwidth" if m in DECODE_TOKENS else "compute",
+        providers=["academy", "cublas"],
+        dtypes=[torch.float16],
+    )
+
+
 SWEEPS = [
     Sweep(
         "square",
@@ -79,6 +103,7 @@ SWEEPS = [
         for m in (1, 16)
         for k in LLAMA_KN
     ],
+    *[_model_sweep(m) for m in MODEL_TOKENS],
 ]
 
 

@@ -10,6 +10,9 @@ int4 and int8 codes with one fp16 scale and zero point per 128 inputs.
   the quantised problem, not the bandwidth it draws.
 * ``int<b> prefill K=…``: M ∈ {128, 1024, 4096}: TFLOP/s (2·M·N·K) against the
   matmul ceiling.
+* ``models int4 M=…``: projections of real models (``academy.bench.models``,
+  labelled with the models that have them; those whose K is a whole number of
+  groups) at M ∈ {1, 16} (GB/s) and {128, 3000} (TFLOP/s), int4 only.
 
 Providers: ours (the dispatch), cuBLAS on the same weight dequantised to
 fp16 (``x @ W.T``: what the quantised model replaces), GemLite's A16W4/A16W8
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import weakref
 
+from academy.bench.models import DECODE_TOKENS, PROJECTION_PICKS, RAGGED_TOKENS, projections
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
 
@@ -129,6 +133,27 @@ def gemlite_peer():
     return op
 
 
+MODEL_TOKENS = (*DECODE_TOKENS, 128, RAGGED_TOKENS)
+"""Tokens of the model-zoo sweeps: decode (1, 16: bandwidth-bound), prefill (128, and 3000,
+a multiple of no tile: compute-bound)."""
+MODEL_BITS = 4
+_PROJECTIONS = [p for p in projections(kinds=PROJECTION_PICKS) if p.value.K % GROUP == 0]
+"""The zoo's picked weights (academy.bench.models) whose K holds whole groups of GROUP inputs."""
+
+
+def _model_sweep(m: int) -> Sweep:
+    """The picked projections of the zoo as int4 weights at M tokens, ours against cuBLAS on the
+    dequantised weight and GemLite."""
+    return Sweep(
+        f"models int{MODEL_BITS} M={m}",
+        x="N",
+        shapes=[{"M": m, "N": p.value.N, "K": p.value.K, "bits": MODEL_BITS, "group": GROUP} for p in _PROJECTIONS],
+        labels=[p.label for p in _PROJECTIONS],
+        metric="bandwidth" if m in DECODE_TOKENS else "compute",
+        providers=["academy", "cublas", "gemlite"],
+    )
+
+
 def _sweeps() -> list[Sweep]:
     sweeps = []
     for bits in (4, 8):
@@ -146,7 +171,7 @@ def _sweeps() -> list[Sweep]:
                         providers=["academy", "cublas", "gemlite", *variants],
                     )
                 )
-    return sweeps
+    return sweeps + [_model_sweep(m) for m in MODEL_TOKENS]
 
 
 SPEC = BenchSpec(

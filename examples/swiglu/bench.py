@@ -1,5 +1,6 @@
 """Benchmark spec for SwiGLU: bf16, forward and forward+backward, Llama MLP widths."""
 
+from academy.bench.models import PREFILL_TOKENS, glu_widths
 from academy.bench.peers import compiled, eager, liger
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
@@ -10,6 +11,9 @@ import torch.nn.functional as F
 from examples.swiglu.kernel import reference, swiglu
 
 WIDTHS = (4096, 11008, 14336)  # intermediate sizes of Llama-style MLPs
+MODEL_ROWS = PREFILL_TOKENS[-1]
+"""Tokens of the model-zoo sweep: 16384, a training micro-batch of 8 sequences of 2048."""
+_WIDTHS = glu_widths()  # every distinct gated MLP width of the zoo (academy.bench.models), dense and expert
 
 
 def make_inputs(case: Case, device: str) -> tuple[torch.Tensor, ...]:
@@ -39,6 +43,12 @@ SPEC = BenchSpec(
     metric="bandwidth",
     sweeps=[
         Sweep("M=8192", x="N", shapes=[{"M": 8192, "N": n} for n in WIDTHS]),
+        Sweep(
+            f"models M={MODEL_ROWS}",
+            x="N",
+            shapes=[{"M": MODEL_ROWS, "N": w.value} for w in _WIDTHS],
+            labels=[w.label for w in _WIDTHS],
+        ),
     ],
     dtypes=[torch.bfloat16],
     modes=["fwd", "fwd+bwd"],

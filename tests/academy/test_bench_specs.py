@@ -104,3 +104,78 @@ def test_a_sweep_may_time_only_some_providers():
     assert [c.providers for c in spec.cases()] == [("academy", "academy:naive"), None]
     with pytest.raises(ValueError, match="does not have"):
         _spec(sweeps=[Sweep("s", x="n", shapes=[{"n": 1}], providers=["cublas"])])
+
+
+KERNEL_CHAPTERS = [
+    "cross_entropy",
+    "fused_softmax",
+    "layer_norm",
+    "rms_norm",
+    "swiglu",
+    "geglu",
+    "fused_rmsnorm_swiglu",
+    "matmul",
+    "quantized_matmul",
+    "flash_attention",
+]
+MODEL_SWEEPS = [(slug, name) for slug in KERNEL_CHAPTERS for name in load_spec(slug).sweep_names(["models"])]
+MAX_MODEL_SHAPES = 20
+"""A chapter's model-zoo sweeps must stay small: the whole benchmark shares a few GPU calls."""
+
+
+@pytest.mark.parametrize("slug", KERNEL_CHAPTERS)
+def test_kernel_chapters_measure_the_model_zoo_in_few_distinct_labelled_shapes(slug):
+    spec = load_spec(slug)
+    sweeps = [sweep for sweep in spec.sweeps if sweep.name in spec.sweep_names(["models"])]
+    assert sweeps, f"{slug} has no models sweep"
+    total = 0
+    for sweep in sweeps:
+        shapes = [tuple(shape.items()) for shape in sweep.shapes]
+        assert len(shapes) == len(set(shapes)), f"{sweep.name}: shapes repeat"
+        assert sweep.labels and all(sweep.labels), f"{sweep.name}: every shape names its models"
+        assert sweep.dtypes is None or len(sweep.dtypes) == 1
+        assert len({c.dtype for c in spec.cases(sweeps=[sweep.name])}) == 1, f"{sweep.name}: one dtype"
+        total += len(shapes)
+    assert total <= MAX_MODEL_SHAPES
+
+
+@pytest.mark.parametrize("slug, sweep", MODEL_SWEEPS)
+def test_models_sweep_shrunk_runs_our_op_against_the_reference(slug, sweep):
+    """The first shape of each zoo sweep, shrunk as above: its parameters (heads, kv heads, bits) reach the inputs."""
+    spec = load_spec(slug)
+    case = next(spec.cases(sweeps=[sweep]))
+    assert case.label
+    params = {k: min(v, 64) for k, v in case.params.items()}
+    if "KV" in params:  # fewer heads, the same query heads per key/value head (grouped-query attention)
+        params["KV"] = min(case.params["KV"], 2)
+        params["H"] = case.params["H"] // case.params["KV"] * params["KV"]
+    inputs = spec.make_inputs(Case(case.sweep, case.x, params, case.dtype, case.mode), "cpu")
+    assert all(t.abs().sum() > 0 for t in inputs), "inputs must never be zeros"
+    ours = spec.providers["academy"]()
+    assert rel_l2_error(ours(*inputs), spec.reference(*inputs)) < 1e-2
+
+
+def test_sweep_names_select_by_name_or_prefix():
+    spec = _spec(
+        sweeps=[
+            Sweep("models M=1", "n", [{"n": 1}]),
+            Sweep("models M=2", "n", [{"n": 2}]),
+            Sweep("modelsx", "n", [{"n": 3}]),
+        ]
+    )
+    assert spec.sweep_names(["models"]) == ["models M=1", "models M=2"]
+    assert spec.sweep_names(["models M=2", "modelsx"]) == ["models M=2", "modelsx"]
+    assert [c.params["n"] for c in spec.cases(sweeps=["models M=2"])] == [2]
+    with pytest.raises(ValueError, match="no sweep 'model'"):
+        spec.sweep_names(["model"])
+
+
+def test_a_sweep_may_label_its_shapes_and_override_the_dtypes():
+    spec = _spec(
+        dtypes=[torch.float32, torch.float16],
+        sweeps=[Sweep("zoo", "n", [{"n": 1}, {"n": 2}], labels=["A", "B, C"], dtypes=[torch.bfloat16])],
+    )
+    assert [(c.label, c.dtype) for c in spec.cases()] == [("A", torch.bfloat16), ("B, C", torch.bfloat16)]
+    assert [c.label for c in spec.cases(quick=True)] == ["A", "B, C"]
+    with pytest.raises(ValueError, match="1 labels for 2 shapes"):
+        Sweep("zoo", "n", [{"n": 1}, {"n": 2}], labels=["A"])

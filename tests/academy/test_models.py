@@ -135,3 +135,9 @@ def test_token_counts():
     assert min(models.PREFILL_TOKENS) >= 2048 and max(models.PREFILL_TOKENS) <= 16384
     assert models.SEQUENCE_LENGTHS[0] == 1024 and models.SEQUENCE_LENGTHS[-1] == 32768
     assert models.RAGGED_TOKENS % 16 != 0 and 2048 <= models.RAGGED_TOKENS <= 4096
+
+
+def test_a_zoo_sweep_has_one_labelled_shape_per_distinct_value():
+    built = models.sweep("models M=8", "N", models.vocabularies(), lambda v: {"M": 8, "N": v}, metric="bandwidth")
+    assert built.shapes[0] == {"M": 8, "N": 32000} and built.labels[0] == "Llama-2-7B, Mistral-7B, Mixtral-8x7B"
+    assert len(built.shapes) == len(built.labels) == len(models.vocabularies()) and built.metric == "bandwidth"
