@@ -644,3 +644,17 @@ def test_helper_tutorial_only_modules():
         "academy.grid": {"tests/gelu/test_kernel.py"},  # gelu is a chapter, not a tutorial without one
     }
     assert tutorial_only_modules(importers, {"measuring"}) == ["academy.asm"]
+
+
+def test_every_test_file_a_page_or_example_names_exists():
+    """Pages and exercise modules point readers at the tests that check them: the paths, and the
+    test functions named after ``::``, must resolve."""
+    named = REPO_ROOT.glob("docs/**/*.md"), REPO_ROOT.glob("docs/tutorials/*.py"), REPO_ROOT.glob("examples/**/*.py")
+    missing = []
+    for paths in named:
+        for path in paths:
+            for ref, test in set(re.findall(r"\b(tests/[\w/]+\.py)(?:::(\w+))?", path.read_text())):
+                target = REPO_ROOT / ref
+                if not target.is_file() or (test and f"def {test}(" not in target.read_text()):
+                    missing.append(f"{_rel(path)}: {ref}" + (f"::{test}" if test else ""))
+    assert not missing, "tests named but not found:\n" + "\n".join(sorted(missing))

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Measure chapters on every visible GPU at once, one group of chapters per GPU.
+#
+#   tools/measure_on_gpus.sh OUT "slug_a,slug_b" "slug_c" ...
+#
+# GPU i takes the i-th group: it runs the group's tests with verified-with
+# records on (tests/<slug>/, as `academy check` does), then `academy bench` for
+# each slug. Logs go to OUT/gpu<i>.log; the results files and verified records
+# of every chapter are packed into OUT/measured.tgz (unpack at the repository
+# root). Set ACADEMY_GIT_COMMIT and ACADEMY_GIT_DIRTY=0 when the copy of the tree
+# has no usable .git (see docs/contributing.md). Extra pytest or bench options
+# go in ACADEMY_PYTEST_ARGS and ACADEMY_BENCH_ARGS.
+set -uo pipefail
+out=$1
+shift
+gpus=$(nvidia-smi -L | wc -l)
+if (($# > gpus)); then
+    echo "$# groups for $gpus GPUs" >&2
+    exit 2
+fi
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+i=0
+for group in "$@"; do
+    (
+        export CUDA_VISIBLE_DEVICES=$i
+        IFS=, read -ra slugs <<<"$group"
+        folders=("${slugs[@]/#/tests/}")
+        echo "== GPU $i: ${slugs[*]}"
+        # shellcheck disable=SC2086
+        ACADEMY_RECORD_VERIFIED=1 python3 -m pytest -q -p no:cacheprovider -m "not slow" ${ACADEMY_PYTEST_ARGS:-} "${folders[@]}"
+        for slug in "${slugs[@]}"; do
+            start=$SECONDS
+            # shellcheck disable=SC2086
+            python3 -m academy.cli bench "$slug" ${ACADEMY_BENCH_ARGS:-} || echo "bench $slug FAILED"
+            echo "bench $slug: $((SECONDS - start)) s"
+        done
+    ) >"$out/gpu$i.log" 2>&1 &
+    i=$((i + 1))
+done
+wait
+tail -n 4 "$out"/gpu*.log
+tar czf "$out/measured.tgz" examples/*/results examples/*/verified
