@@ -179,7 +179,7 @@ for name, ours, ref in (("dx", x.grad, dx_ref), ("dw", w.grad, dw_ref)):
     print(f"fp16 {name}: relative L2 error {((ours.double() - ref).norm() / ref.norm()).item():.1e}")
 
 # %% [markdown]
-# `tests/test_backward_pass.py` runs both over shapes that are not multiples
+# `tests/backward_pass/test_kernel.py` runs both over shapes that are not multiples
 # of the block sizes, in fp32, fp16 and bf16, and also checks the hand-written
 # `manual_backward` against autograd in float64.
 #
@@ -241,7 +241,7 @@ answer("examples/backward_pass/exercises.py:silu")
 
 # %% [markdown]
 # $\frac{d}{dx}\,x\sigma(x) = \sigma + x\sigma(1-\sigma) = \sigma\,(1 + x(1-\sigma))$.
-# Tested in `tests/test_exercises_backward_pass.py`; run once here:
+# Tested in `tests/backward_pass/test_exercises.py`; run once here:
 
 # %%
 from examples.backward_pass.exercises import silu

@@ -160,7 +160,7 @@ print("x.grad != 0 ", (xg.grad != 0).int().tolist())
 #
 # ## Checking a random op
 #
-# `tests/test_dropout.py` checks: the Triton mask equals the PyTorch Philox
+# `tests/dropout/test_kernel.py` checks: the Triton mask equals the PyTorch Philox
 # mask bit for bit; the output equals the reference; the same seed gives the
 # same mask and another seed a different one; the kept count on $2^{15}$
 # elements is $n(1-p)$ within six binomial standard deviations
@@ -231,7 +231,7 @@ answer("examples/dropout/exercises.py:dropout_add")
 # %% [markdown]
 # Unfused: dropout reads $h$ and writes a temporary, the add reads it and the
 # residual and writes the output: 5 passes. Fused: 3. It is tested against the
-# PyTorch reference in `tests/test_exercises_dropout.py`; run once here:
+# PyTorch reference in `tests/dropout/test_exercises.py`; run once here:
 
 # %%
 from examples.dropout.exercises import dropout_add

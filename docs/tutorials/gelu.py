@@ -304,7 +304,7 @@ answer("examples/gelu/exercises.py:geglu")
 # on large tensors.
 #
 # Both answers are tested against float64 PyTorch in
-# `tests/test_exercises_gelu.py`. Here they are, run once:
+# `tests/gelu/test_exercises.py`. Here they are, run once:
 
 # %%
 from examples.gelu.exercises import geglu, gelu_tanh_sigmoid

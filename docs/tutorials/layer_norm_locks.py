@@ -114,7 +114,7 @@ show("examples/layer_norm_locks/kernel.py:forward_kernel")
 # d\gamma = \sum_{i=1}^{M} dy_{i}\odot\hat x_{i},\qquad d\beta = \sum_{i=1}^{M} dy_{i}.
 # $$
 #
-# `tests/test_math_layer_norm_locks.py` checks the Jacobian matrix against
+# `tests/layer_norm_locks/test_math.py` checks the Jacobian matrix against
 # `torch.autograd.functional.jacobian` and the three VJPs against autograd,
 # all in float64. A quick look at the matrix form here:
 
@@ -312,7 +312,7 @@ answer("examples/layer_norm_locks/exercises.py:rms_norm_vjp")
 # $\partial \hat x/\partial x = \frac1r(I - \frac1N\hat x\hat x^\top)$: the
 # $\mathbf 1\mathbf 1^\top$ term is gone, and
 # $dx = \frac1r(g - \overline{g\odot\hat x}\,\hat x)$. Tested against autograd
-# in `tests/test_exercises_layer_norm_locks.py`.
+# in `tests/layer_norm_locks/test_exercises.py`.
 #
 # **2. Where else must the barrier go?** The kernel releases the lock after a
 # barrier. Is there a second place where threads of the same program must wait

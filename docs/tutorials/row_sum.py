@@ -254,7 +254,7 @@ answer("examples/row_sum/exercises.py:row_rms")
 # load keeps every square, and the sum of them, in fp32.
 #
 # Both answers are tested against float64 PyTorch, through one tile and
-# through the tile loop, in `tests/test_exercises_row_sum.py`. Run once here:
+# through the tile loop, in `tests/row_sum/test_exercises.py`. Run once here:
 
 # %%
 from examples.row_sum.exercises import row_max, row_rms

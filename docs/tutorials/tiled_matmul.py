@@ -469,6 +469,6 @@ print("GROUP_SIZE_M = 8:", counts[8], "| row-major:", counts[1])
 assert best == 23 and counts[8] == 25 and counts[1] == 67
 
 # %% [markdown]
-# The answers run as tests in `tests/test_exercises_tiled_matmul.py`.
+# The answers run as tests in `tests/tiled_matmul/test_exercises.py`.
 # Next: [meta-parameters and autotuning](../autotuning/) picks the tile shape,
 # warps and pipeline depth by measurement instead of by hand.

@@ -4,7 +4,7 @@
   swish with ``w = 1`` and no weight gradient: the autograd Function saves
   only ``x`` and recomputes ``σ(x)`` in the backward.
 
-``tests/test_exercises_backward_pass.py`` runs gradcheck on it in float64.
+``tests/backward_pass/test_exercises.py`` runs gradcheck on it in float64.
 """
 
 from __future__ import annotations

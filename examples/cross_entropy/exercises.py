@@ -6,7 +6,7 @@
   (the number the chapter's kernel keeps between its two sweeps; the z-loss
   of PaLM penalises its square).
 
-``tests/test_exercises_cross_entropy.py`` checks both against PyTorch.
+``tests/cross_entropy/test_exercises.py`` checks both against PyTorch.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
   in one kernel, as a transformer block's residual branch uses it: read two
   tensors, write one, and no mask anywhere.
 
-``tests/test_exercises_dropout.py`` checks it against the PyTorch reference.
+``tests/dropout/test_exercises.py`` checks it against the PyTorch reference.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
 * ``unsafe_mask_output(s, v)``: the −1e6 mask constant of the tutorial on a
   row that sees no key, next to the −inf + guarded-max version.
 
-``tests/test_exercises_flash_attention.py`` checks them against float64 PyTorch.
+``tests/flash_attention/test_exercises.py`` checks them against float64 PyTorch.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
   the activation, forward only, halves up to ``MAX_ONE_PASS_HALF`` wide, reusing GeGLU's
   ``@triton.jit`` activation.
 
-``tests/test_exercises_fused_rmsnorm_swiglu.py`` checks them.
+``tests/fused_rmsnorm_swiglu/test_exercises.py`` checks them.
 """
 
 from __future__ import annotations

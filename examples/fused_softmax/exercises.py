@@ -7,7 +7,7 @@
 
 Both handle rows up to ``MAX_FUSED_COLS`` wide (the one-pass shape of the
 chapter's forward kernel) and reuse its launch heuristic.
-``tests/test_exercises.py`` checks them against PyTorch.
+``tests/fused_softmax/test_exercises.py`` checks them against PyTorch.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 * ``max_form_gap(lo, hi, n)``: the largest gap between the exact and the tanh
   GeLU on a grid, measured with this chapter's kernel.
 
-``tests/test_exercises_geglu.py`` checks them.
+``tests/geglu/test_exercises.py`` checks them.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 * ``geglu(gate, up)``: ``gelu_tanh(gate) · up`` in one kernel: three passes
   over memory instead of the five of ``gelu`` followed by a multiply.
 
-``tests/test_exercises_gelu.py`` checks both against float64 PyTorch.
+``tests/gelu/test_exercises.py`` checks both against float64 PyTorch.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
   to get the statistics of rows too wide for registers (the chapter's chunked
   kernel uses a shift instead).
 
-``tests/test_exercises_layer_norm.py`` checks them against PyTorch.
+``tests/layer_norm/test_exercises.py`` checks them against PyTorch.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 * ``race(barrier)``: the two-program lock simulation of the tutorial, run
   with and without the barrier before the release.
 
-``tests/test_exercises_layer_norm_locks.py`` checks both.
+``tests/layer_norm_locks/test_exercises.py`` checks both.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
   partial sums into one fp32 buffer with ``tl.atomic_add`` instead of
   writing them out for a reduction pass.
 
-``tests/test_exercises_matmul.py`` checks both against float64 PyTorch.
+``tests/matmul/test_exercises.py`` checks both against float64 PyTorch.
 """
 
 from __future__ import annotations

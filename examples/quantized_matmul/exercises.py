@@ -6,7 +6,7 @@
 * ``dequantize_to(packed, dtype)``: the dense weight written once (the
   chapter's slab kernel, one slab), for the alternative "dequantise, then cuBLAS".
 
-``tests/test_exercises_quantized_matmul.py`` checks them against float64 PyTorch.
+``tests/quantized_matmul/test_exercises.py`` checks them against float64 PyTorch.
 """
 
 from __future__ import annotations

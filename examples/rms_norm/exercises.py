@@ -5,7 +5,7 @@
 * ``add_rms_norm(x, residual, weight, eps)``: the pre-norm block's
   ``h = x + residual; y = rms_norm(h)`` in one pass, returning ``(y, h)``.
 
-``tests/test_exercises_rms_norm.py`` checks them against PyTorch.
+``tests/rms_norm/test_exercises.py`` checks them against PyTorch.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 * ``row_rms(x)``: √(mean of x²) per row, the denominator of RMSNorm: the
   same tile loop, squaring before accumulating.
 
-``tests/test_exercises_row_sum.py`` checks both against float64 PyTorch.
+``tests/row_sum/test_exercises.py`` checks both against float64 PyTorch.
 """
 
 from __future__ import annotations

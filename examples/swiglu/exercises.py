@@ -5,7 +5,7 @@
 * ``swish_glu(gate, up, beta)``: ``gate·σ(β·gate) · up`` (Swish-β), with β a
   run-time scalar rather than a compile-time one.
 
-``tests/test_exercises_swiglu.py`` checks them against PyTorch autograd.
+``tests/swiglu/test_exercises.py`` checks them against PyTorch autograd.
 """
 
 from __future__ import annotations

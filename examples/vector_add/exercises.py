@@ -5,7 +5,7 @@
 * ``add_2d(x, y)``: ``x + y`` for two matrices with any strides (transposed,
   sliced), on a 2-D grid of tiles.
 
-``tests/test_exercises.py`` checks both against PyTorch.
+``tests/vector_add/test_exercises.py`` checks both against PyTorch.
 """
 
 from __future__ import annotations
