@@ -4,7 +4,11 @@
 finds the files, and the MkDocs hook expands ``<!-- bench:dashboard -->`` with
 it (``docs/dashboard.md``).
 
-One section per chapter (linked to the chapter's page), one table per chapter
+It opens with **the summary at a glance**: one line per chapter and GPU with,
+per mode, the geometric mean and the worst of ours against the best peer over
+every measured case (:func:`academy.bench.summary.summarize`), the worst case,
+the median % of the ceiling, and the run's date and commit; each line links to
+the chapter's detail section. Then one section per chapter (linked to the chapter's page), one table per chapter
 with a line per GPU × sweep × shape × dtype × mode, in the results file's order:
 our median time and rate, **% of the ceiling that fits the row's metric**
 (copy ceiling for bandwidth rows, matmul ceiling for compute rows: a chapter may
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 
 from academy.bench import render
 from academy.bench.results import OURS, Results
+from academy.bench.summary import Summary, summarize
 
 
 @dataclass(frozen=True)
@@ -37,14 +42,76 @@ def _title(slug: str) -> str:
     return slug.replace("_", " ").capitalize()
 
 
-def chapter_table(entry: ChapterResults) -> str:
+def _anchor(entry: ChapterResults) -> str:
+    return f"chapter-{entry.slug.replace('_', '-')}"
+
+
+def _is_stale(entry: ChapterResults, res: Results) -> bool:
+    return entry.current_hash is not None and res.provenance.kernel_hash != entry.current_hash
+
+
+def _per_mode(summaries: Sequence[Summary], text) -> str:
+    """One cell: ``fwd 1.23× · fwd+bwd 1.10×``, a dash for a mode without a peer to compare."""
+    return " · ".join(f"{s.mode} {text(s)}" for s in summaries)
+
+
+def _ratio(ratio: float | None) -> str:
+    if ratio is None:
+        return render.DASH
+    text = render.fmt_ratio(ratio)
+    return f"**{text}**" if round(ratio, 2) >= 1 else text
+
+
+def _worst_case(summaries: Sequence[Summary]) -> str:
+    compared = [s for s in summaries if s.worst_ratio is not None]
+    if not compared:
+        return render.DASH
+    worst = min(compared, key=lambda s: s.worst_ratio)
+    ours, peer = worst.worst_ours, worst.worst_peer
+    label = f" ({ours.label})" if getattr(ours, "label", None) else ""
+    return (
+        f"{worst.mode} {render.shape_text(dict(ours.params))}{label}, {ours.dtype}: "
+        f"{render.fmt_ratio(worst.worst_ratio)} {render.provider_label(peer.provider)}"
+    )
+
+
+def summary_table(entries: Sequence[ChapterResults]) -> str:
+    """The dashboard's first table: one line per chapter and GPU."""
     lines = [
-        "| GPU | sweep | shape | dtype | mode | ours | rate | % of ceiling | vs best peer | best peer |",
-        "|:--|:--|:--|:--|:--|--:|--:|--:|--:|:--|",
+        "| chapter | GPU | vs best peer, geometric mean | worst | worst case | median % of ceiling | measured |",
+        "|:--|:--|:--|:--|:--|:--|:--|",
+    ]
+    for entry in entries:
+        for res in sorted(entry.results, key=render.gpu_label):
+            summaries = [s for s in summarize(res, {"all": lambda sweep: True})]
+            fraction = _per_mode(
+                summaries,
+                lambda s: (
+                    render.DASH
+                    if s.median_fraction_of_ceiling is None
+                    else render.fmt_pct(s.median_fraction_of_ceiling)
+                ),
+            )
+            stale = " ⚠ stale" if _is_stale(entry, res) else ""
+            lines.append(
+                f"| [{entry.title}](#{_anchor(entry)}) | {render.gpu_label(res)}{stale} | "
+                f"{_per_mode(summaries, lambda s: _ratio(s.geomean_ratio))} | "
+                f"{_per_mode(summaries, lambda s: _ratio(s.worst_ratio))} | {_worst_case(summaries)} | {fraction} | "
+                f"{res.provenance.date[:10]} `{res.provenance.git_commit[:7]}` |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def chapter_table(entry: ChapterResults) -> str:
+    """Seven narrow columns, so the table fits a laptop's window: the dtype goes with the shape, the
+    rate with the time, the best peer's name with the ratio."""
+    lines = [
+        "| GPU | sweep | shape | mode | ours | % of ceiling | vs best peer |",
+        "|:--|:--|:--|:--|--:|--:|:--|",
     ]
     stale_any = False
     for res in sorted(entry.results, key=render.gpu_label):
-        stale = entry.current_hash is not None and res.provenance.kernel_hash != entry.current_hash
+        stale = _is_stale(entry, res)
         stale_any = stale_any or stale
         gpu = render.gpu_label(res) + (" ⚠ stale" if stale else "")
         for key, by_provider in render._group(res.rows).items():
@@ -53,15 +120,13 @@ def chapter_table(entry: ChapterResults) -> str:
                 continue
             metric = ours.metric or res.metric
             comp = render.compare(by_provider)
-            ratio = comp.ratio
-            ratio_text = render.DASH if ratio is None else render.fmt_ratio(ratio)
-            if ratio is not None and round(ratio, 2) >= 1:
-                ratio_text = f"**{ratio_text}**"
-            peer = render.provider_label(comp.best_peer.provider) if comp.best_peer else render.DASH
+            versus = render.DASH
+            if comp.ratio is not None:
+                versus = f"{_ratio(comp.ratio)} {render.provider_label(comp.best_peer.provider)}"
             lines.append(
-                f"| {gpu} | {key.sweep} | {render.shape_text(dict(key.params))} | {key.dtype} | {key.mode} | "
-                f"{render.fmt(ours.ms)} ms | {render.fmt_rate(ours.rate, res.unit_of(metric))} | "
-                f"{render.fmt_pct(ours.fraction_of_ceiling)} {render.ceiling_name(metric)} | {ratio_text} | {peer} |"
+                f"| {gpu} | {key.sweep} | {render.shape_text(dict(key.params))}, {key.dtype} | {key.mode} | "
+                f"{render.fmt(ours.ms)} ms · {render.fmt_rate(ours.rate, res.unit_of(metric))} | "
+                f"{render.fmt_pct(ours.fraction_of_ceiling)} {render.ceiling_name(metric)} | {versus} |"
             )
     out = "\n".join(lines) + "\n"
     if stale_any:
@@ -88,9 +153,14 @@ def render_dashboard(entries: Sequence[ChapterResults]) -> str:
         )
     else:
         out.append('!!! note "Nothing measured yet"\n\n    No chapter has committed results yet.\n')
+    if measured:
+        out.append(f"## At a glance\n\n{summary_table(measured)}")
     for e in measured:
         dates = sorted({r.provenance.date[:10] for r in e.results})
-        out.append(f"## {e.title}\n\n[{e.title}]({e.page}) · measured {', '.join(dates)}\n\n{chapter_table(e)}")
+        out.append(
+            f"## {e.title} {{#{_anchor(e)}}}\n\n[{e.title}]({e.page}) · measured {', '.join(dates)}\n\n"
+            f"{chapter_table(e)}"
+        )
     if missing:
         links = ", ".join(f"[{e.title}]({e.page})" for e in missing)
         out.append(f"## Not measured yet\n\n{links}: no results file committed yet.\n")

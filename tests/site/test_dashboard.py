@@ -34,9 +34,9 @@ def test_one_line_per_gpu_and_case_with_ceiling_and_best_peer():
     lines = body_lines(md)
     assert len(lines) == 3  # A100 one case, H100 two cases
     first_h100 = next(line for line in lines if line.startswith("| H100") and "N=1024" in line)
-    assert "**1.50×** | torch.compile" in first_h100
+    assert "| **1.50×** torch.compile |" in first_h100
     assert "% copy" in first_h100
-    assert "0.75× | eager" in next(line for line in lines if "N=4096" in line)
+    assert "| 0.75× eager |" in next(line for line in lines if "N=4096" in line)
     assert "[Fixture op](kernels/fixture_op.md)" in md
     assert "stale" not in md
 
@@ -46,7 +46,7 @@ def test_compute_rows_use_the_matmul_ceiling():
     res = make_results([row, make_row("academy", 4096, 1.0)])
     res.ceilings = Ceilings(copy_gbps=3000.0, matmul_tflops=1000.0, copy_bytes=1, matmul_size=8192)
     lines = body_lines(dashboard.render_dashboard([entry([res])]))
-    assert "500 TFLOP/s | 50.0% matmul" in lines[0]
+    assert "500 TFLOP/s | 50.0% matmul |" in lines[0]
     assert "GB/s" in lines[1] and "% copy" in lines[1]
 
 
@@ -68,3 +68,27 @@ def test_real_dashboard_covers_every_measured_chapter():
     for ch in all_chapters():
         if ch.results_files() and ch.page.is_file():
             assert f"]({ch.nav_path})" in md, ch.slug
+
+
+def test_summary_at_a_glance_one_line_per_chapter_and_gpu():
+    h100 = make_results(
+        [
+            make_row("academy", 1024, 1.0),
+            make_row("eager", 1024, 2.0),  # 2.00x
+            make_row("academy", 4096, 4.0),
+            make_row("eager", 4096, 2.0),  # 0.50x: the worst case
+            make_row("academy", 1024, 1.0, mode="fwd+bwd"),
+            make_row("eager", 1024, 1.0, mode="fwd+bwd"),  # 1.00x
+        ]
+    )
+    a100 = make_results([make_row("academy", 1024, 2.0), make_row("eager", 1024, 3.0)], gpu="NVIDIA A100-SXM4-80GB")
+    md = dashboard.render_dashboard([entry([h100, a100], current_hash="aaaa")])
+    summary = md[md.index("## At a glance") : md.index("## Fixture op")]
+    lines = [line for line in summary.splitlines() if line.startswith("| [Fixture op]")]
+    assert len(lines) == 2 and lines[0].startswith("| [Fixture op](#chapter-fixture-op) | A100 |")
+    h100_line = lines[1]
+    assert "fwd **1.00×** · fwd+bwd **1.00×**" in h100_line  # geometric mean of 2.00x and 0.50x
+    assert "fwd 0.50× · fwd+bwd **1.00×**" in h100_line
+    assert "fwd M=8192, N=4096, bfloat16: 0.50× eager" in h100_line
+    assert "2025-01-02 `0123456`" in h100_line
+    assert "## Fixture op {#chapter-fixture-op}" in md
