@@ -5,9 +5,8 @@
   (one read of each input, one write of each output instead of an extra
   round trip of ``h``).
 * ``welford_row_stats(x)``: each row's mean and variance from a chunk loop
-  that merges per-chunk statistics with Chan's formula, a second stable way
-  to get the statistics of rows too wide for registers (the chapter's chunked
-  kernel uses a shift instead).
+  that merges per-chunk statistics with Chan's formula, as the chapter's
+  chunked forward does for rows too wide for registers.
 
 ``tests/layer_norm/test_exercises.py`` checks them against PyTorch.
 """

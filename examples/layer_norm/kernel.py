@@ -6,7 +6,8 @@ differentiable with respect to all three tensors.
 
 * Forward: each program normalises one tile of rows in registers (one read
   of x, one write of y). Rows wider than ``FWD_MAX_FUSED_COLS`` take a
-  chunked two-pass kernel.
+  chunked two-pass kernel, which merges each chunk's mean and centred sum of
+  squares into the row's (Chan et al.): nothing cancels, whatever the row holds.
 * Backward: one kernel computes dx row by row and, in the same pass, sums
   ``dy·x̂`` and ``dy`` over the rows each program owns, in fp32 registers;
   each program writes one partial row, and a second small kernel adds the
@@ -115,21 +116,21 @@ def layer_norm_forward_wide_kernel(
         x_row = x_ptr + tl.cast(row, tl.int64) * x_row_stride
         y_row = y_ptr + tl.cast(row, tl.int64) * y_row_stride
 
-        # Pass 1: per-lane sums of (x - shift) and (x - shift)², shift = the row's first value.
-        shift = tl.load(x_row).to(tl.float32)  # (1)!
-        lane_sum = tl.zeros([BLOCK_N], tl.float32)
-        lane_sumsq = tl.zeros([BLOCK_N], tl.float32)
+        # Pass 1: each chunk's mean and centred sum of squares, merged into the row's running pair.
+        mean = 0.0
+        m2 = 0.0  # Σ (x − mean)² over the columns merged so far
         for start in range(0, n_cols, BLOCK_N):
             cols = start + tl.arange(0, BLOCK_N)
             mask = cols < n_cols
-            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last")  # (3)!
-            d = tl.where(mask, x.to(tl.float32) - shift, 0.0)
-            lane_sum += d
-            lane_sumsq += d * d
-        shifted_mean = tl.sum(lane_sum, axis=0) / n_cols
-        var = tl.maximum(tl.sum(lane_sumsq, axis=0) / n_cols - shifted_mean * shifted_mean, 0.0)  # (2)!
-        mean = shift + shifted_mean
-        rstd = tl.rsqrt(var + eps)
+            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)  # (1)!
+            count = tl.minimum(n_cols - start, BLOCK_N).to(tl.float32)
+            chunk_mean = tl.sum(x, axis=0) / count
+            d = tl.where(mask, x - chunk_mean, 0.0)  # (2)!
+            seen = tl.cast(start, tl.float32)  # columns merged before this chunk
+            delta = chunk_mean - mean
+            mean += delta * (count / (seen + count))  # (3)!
+            m2 += tl.sum(d * d, axis=0) + delta * delta * (seen * count / (seen + count))
+        rstd = tl.rsqrt(m2 / n_cols + eps)
         tl.store(mean_ptr + row, mean)
         tl.store(rstd_ptr + row, rstd)
 

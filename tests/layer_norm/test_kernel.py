@@ -134,6 +134,21 @@ def test_large_mean_small_spread(path):
     assert_close(layer_norm(x, w, b), expected, tol=2e-2, baseline=baseline)
 
 
+def test_outlier_in_column_0_of_a_wide_row():
+    """Rows wider than the in-register forward, at full size, whose first value is an outlier. The
+    chunked forward once took the variance as E[(x − x₀)²] − E[x − x₀]², shifted by that first value:
+    both terms are then about x₀², and fp32 lost their difference (up to ~1e-3 relative on some rows).
+    It now merges each chunk's (count, mean, centred sum of squares), where nothing cancels."""
+    n = norm_launch.FWD_MAX_FUSED_COLS + 3616
+    x = random_tensor((4, n))
+    x[:, 0] = random_tensor(4, scale=1e3).sign() * 3e4
+    w, b = random_tensor(n, offset=1.0), random_tensor(n)
+    y = layer_norm(x, w, b)
+    expected = F.layer_norm(x.double(), (n,), w.double(), b.double(), 1e-5)
+    for row in range(4):  # row by row: one row's error could hide in another's norm
+        assert_close(y[row], expected[row], dtype=torch.float32, name=f"row {row}")
+
+
 def test_constant_rows_give_bias(path):
     """σ = 0: rstd = 1/√eps, x̂ = 0, y = β; nothing divides by zero."""
     x = torch.full((3, 100), 2.5, device=DEVICE)

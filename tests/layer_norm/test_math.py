@@ -95,12 +95,21 @@ def test_two_stage_sum_equals_one_sum():
     assert_close(partials.sum(0), gamma.grad, name="dγ from partial rows")
 
 
-def test_shifted_variance_equals_variance():
-    """var(x) = mean((x−s)²) − mean(x−s)² for any shift s (the chunked kernel uses s = x₀)."""
+def test_chunk_merge_equals_variance():
+    """Chan's merge of per-chunk (count, mean, M) triples gives the row's mean and variance (the chunked
+    kernel merges chunk after chunk; the last chunk is shorter)."""
     x = random_tensor((5, 300), torch.float64, scale=0.01, offset=1000.0)
-    s = x[:, :1]
-    shifted = ((x - s) ** 2).mean(-1) - (x - s).mean(-1) ** 2
-    assert_close(shifted, x.var(-1, unbiased=False), tol=1e-8, name="shifted variance")
+    x[:, 0] = 3e4  # an outlier first value: what the shifted identity with s = x₀ was bad at
+    mean, m2, seen = torch.zeros(5, dtype=torch.float64), torch.zeros(5, dtype=torch.float64), 0
+    for chunk in x.split(64, dim=-1):
+        count = chunk.shape[-1]
+        chunk_mean = chunk.mean(-1)
+        delta = chunk_mean - mean
+        mean = mean + delta * count / (seen + count)
+        m2 = m2 + ((chunk - chunk_mean[:, None]) ** 2).sum(-1) + delta**2 * seen * count / (seen + count)
+        seen += count
+    assert_close(mean, x.mean(-1), tol=1e-12, name="merged mean")
+    assert_close(m2 / seen, x.var(-1, unbiased=False), tol=1e-12, name="merged variance")
 
 
 def test_gradient_is_invariant_to_shifting_x():
