@@ -1,0 +1,1 @@
+"""Chapter: rotary position embeddings (RoPE), q and k rotated in one launch."""
