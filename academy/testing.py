@@ -1,15 +1,16 @@
 """Helpers that make kernel tests honest.
 
-* :func:`assert_close` compares against a reference by relative L2 error,
+* [`assert_close`][academy.testing.assert_close] compares against a reference by relative L2 error,
   ``‖out − ref‖ / ‖ref‖`` computed in float64, with a report that says where
   and how badly a result is wrong. NaN never passes.
-* :data:`TOLERANCES` holds one bar per dtype, so every chapter uses the same;
-  :func:`cancellation_tolerance` and :func:`underflow_tolerance` widen it, by
-  derived amounts, where the kernel's terms cancel or its result is subnormal.
-* :func:`random_tensor` makes fresh random inputs (never zeros);
-  :data:`IRREGULAR_SIZES` lists sizes that are not powers of two, so masks
+* [`TOLERANCES`][academy.testing.TOLERANCES] holds one bar per dtype, so every chapter uses the same;
+  [`cancellation_tolerance`][academy.testing.cancellation_tolerance] and
+  [`underflow_tolerance`][academy.testing.underflow_tolerance] widen it, by derived amounts,
+  where the kernel's terms cancel or its result is subnormal.
+* [`random_tensor`][academy.testing.random_tensor] makes fresh random inputs (never zeros);
+  [`IRREGULAR_SIZES`][academy.testing.IRREGULAR_SIZES] lists sizes that are not powers of two, so masks
   are exercised.
-* :func:`poisoned` makes output buffers full of NaN, so an element a kernel
+* [`poisoned`][academy.testing.poisoned] makes output buffers full of NaN, so an element a kernel
   forgot to write fails the comparison instead of passing as a stale zero.
 """
 
@@ -193,3 +194,40 @@ def poison_allocations(monkeypatch, module) -> None:
             return poisoned(tuple(t.shape), dtype or t.dtype, device=device or t.device)
 
     monkeypatch.setattr(module, "torch", _PoisoningTorch())
+
+
+def assert_no_second_derivative(fn, *inputs: torch.Tensor) -> None:
+    """A gradient penalty through ``fn`` must raise a RuntimeError that says so.
+
+    ``fn``'s backward runs kernels that have no backward of their own, so a gradient of its gradient
+    (``torch.autograd.grad(..., create_graph=True)``, then a backward through the result) cannot be
+    right; before the refusal it came out silently wrong, missing every term through ``fn``. The
+    upstream gradient here does not require grad, so only the saved inputs tie the gradient to them.
+    """
+    differentiable = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
+    out = fn(*inputs)
+    upstream = torch.randn(out.shape, dtype=torch.float32, device=out.device).to(out.dtype)
+    grads = torch.autograd.grad(out, differentiable, upstream, create_graph=True)
+    penalty = sum(g.float().square().sum() for g in grads)
+    try:
+        penalty.backward()
+    except RuntimeError as error:
+        if "no second derivative" in str(error):
+            return
+        raise AssertionError(f"double backward raised an unclear error: {error}") from error
+    raise AssertionError("double backward ran: the second derivative is silently wrong")
+
+
+def assert_empty_gradients(fn, *inputs: torch.Tensor) -> None:
+    """``fn`` on empty inputs stays in the autograd graph: every input that requires grad gets a
+    gradient of its own shape, all zeros (as PyTorch's own ops give), not ``None``."""
+    out = fn(*inputs)
+    if not out.requires_grad or out.grad_fn is None:
+        raise AssertionError("an empty input cut the autograd graph: the output has no grad_fn")
+    out.sum().backward()
+    for i, t in enumerate(inputs):
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            if t.grad is None:
+                raise AssertionError(f"input {i} got no gradient (None) through an empty input")
+            if t.grad.shape != t.shape or t.grad.dtype != t.dtype or t.grad.count_nonzero():
+                raise AssertionError(f"input {i}: gradient {tuple(t.grad.shape)} {t.grad.dtype}, not zeros like it")
