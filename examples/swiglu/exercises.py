@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from academy.validation import check_forward_only
+
 import torch
 import triton
 import triton.language as tl
@@ -50,6 +52,7 @@ def swish_glu_forward_kernel(gate_ptr, up_ptr, out_ptr, n_elements, beta, BLOCK_
 def swish_glu(gate: torch.Tensor, up: torch.Tensor, beta: float = 1.0) -> torch.Tensor:
     """``gate · σ(β·gate) · up`` for contiguous inputs (forward only). β = 1 is SwiGLU."""
     check_inputs(gate, up)
+    check_forward_only("swish_glu", gate=gate, up=up)
     if not (gate.is_contiguous() and up.is_contiguous()):
         raise ValueError("swish_glu takes contiguous gate and up")
     out = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)

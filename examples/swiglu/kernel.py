@@ -19,7 +19,7 @@ Run this file (``python -m examples.swiglu.kernel``) for a quick check.
 
 from __future__ import annotations
 
-from academy.validation import check_same, check_tensor  # academy before triton: see contributing.md
+from academy.validation import check_same, check_tensor, once_differentiable  # before triton: see contributing
 
 import torch
 import torch.nn.functional as F
@@ -150,6 +150,8 @@ def _grid(n_rows: int, n_cols: int, block_size: int) -> tuple[tuple[int], int]:
 
 def gated_forward(gate: torch.Tensor, up: torch.Tensor, activation) -> torch.Tensor:
     out = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
+    if out.numel() == 0:  # nothing to launch
+        return out
     (g, u, o), n_rows, n_cols = _layout(gate, up, out)
     grid, n_col_blocks = _grid(n_rows, n_cols, BLOCK_SIZE)
     gated_forward_kernel[grid](
@@ -171,6 +173,8 @@ def gated_forward(gate: torch.Tensor, up: torch.Tensor, activation) -> torch.Ten
 def gated_backward(gate, up, dout, activation_and_grad) -> tuple[torch.Tensor, torch.Tensor]:
     dgate = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)  # (3)!
     dup = torch.empty(up.shape, dtype=up.dtype, device=up.device)
+    if dgate.numel() == 0:  # empty gradients of the inputs' shapes
+        return dgate, dup
     (g, u, d, dg, du), n_rows, n_cols = _layout(gate, up, dout, dgate, dup)
     grid, n_col_blocks = _grid(n_rows, n_cols, BLOCK_SIZE)
     gated_backward_kernel[grid](
@@ -219,21 +223,19 @@ class GatedUnit(torch.autograd.Function):
         return gated_forward(gate, up, activation)
 
     @staticmethod
+    @once_differentiable("swiglu/geglu (the gated layer)")  # (2)!
     def backward(ctx, dout):
         gate, up = ctx.saved_tensors
-        dgate, dup = gated_backward(gate, up, dout, ctx.activation_and_grad)  # (2)!
+        dgate, dup = gated_backward(gate, up, dout, ctx.activation_and_grad)  # (3)!
         return dgate, dup, None, None
 
 
 def gated(gate: torch.Tensor, up: torch.Tensor, activation, activation_and_grad) -> torch.Tensor:
     """Validate, then run forward only or through autograd."""
     check_inputs(gate, up)
-    if gate.numel() == 0:
-        out = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
-        return out.requires_grad_(gate.requires_grad or up.requires_grad)
     if torch.is_grad_enabled() and (gate.requires_grad or up.requires_grad):
         return GatedUnit.apply(gate, up, activation, activation_and_grad)
-    return gated_forward(gate, up, activation)  # (3)!
+    return gated_forward(gate, up, activation)  # (4)!
 
 
 def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:

@@ -4,7 +4,15 @@ against its own reference."""
 import math
 
 from academy import DEVICE, INTERPRETED
-from academy.testing import FLOAT_DTYPES, assert_close, cancellation_tolerance, poison_allocations, random_tensor
+from academy.testing import (
+    FLOAT_DTYPES,
+    assert_close,
+    assert_empty_gradients,
+    assert_no_second_derivative,
+    cancellation_tolerance,
+    poison_allocations,
+    random_tensor,
+)
 
 import pytest
 import torch
@@ -112,6 +120,19 @@ def test_chunked_views_and_extremes():
         out.backward(torch.ones(4, device=DEVICE))
         assert torch.isfinite(out).all() and torch.isfinite(big.grad).all()
         big.grad = None
+
+
+@pytest.mark.parametrize("shape", [(0, 8), (3, 0)], ids=str)
+@pytest.mark.parametrize("approximate", APPROXIMATIONS)
+def test_empty_inputs_get_zero_gradients(shape, approximate):
+    gate, up = random_tensor(shape, requires_grad=True), random_tensor(shape, requires_grad=True)
+    assert_empty_gradients(lambda g, u: geglu(g, u, approximate), gate, up)
+
+
+@pytest.mark.parametrize("approximate", APPROXIMATIONS)
+def test_double_backward_raises(approximate):
+    gate, up = random_tensor((3, 50), requires_grad=True), random_tensor((3, 50), requires_grad=True)
+    assert_no_second_derivative(lambda g, u: geglu(g, u, approximate), gate, up)
 
 
 def test_rejects_bad_input():

@@ -42,3 +42,12 @@ def test_swish_glu_rejects_views():
     x = random_tensor((4, 20))
     with pytest.raises(ValueError, match="contiguous"):
         swish_glu(*x.chunk(2, dim=-1))
+
+
+def test_swish_glu_refuses_inputs_that_require_grad():
+    """It has no backward: a result without gradients would cut the graph silently."""
+    gate, up = random_tensor((3, 20), requires_grad=True), random_tensor((3, 20))
+    with pytest.raises(ValueError, match="swish_glu is forward only"):
+        swish_glu(gate, up)
+    with torch.no_grad():
+        assert_close(swish_glu(gate, up), F.silu(gate.double()) * up.double())

@@ -4,6 +4,8 @@ from academy import DEVICE, INTERPRETED
 from academy.testing import (
     FLOAT_DTYPES,
     assert_close,
+    assert_empty_gradients,
+    assert_no_second_derivative,
     cancellation_tolerance,
     poison_allocations,
     random_tensor,
@@ -129,6 +131,21 @@ def test_no_grad_and_empty():
     assert_close(out, F.silu(gate.double()) * up.double())
     empty = swiglu(torch.empty(0, 8, device=DEVICE), torch.empty(0, 8, device=DEVICE))
     assert empty.shape == (0, 8)
+
+
+@pytest.mark.parametrize("shape", [(0, 8), (3, 0), (2, 0, 5)], ids=str)
+def test_empty_inputs_get_zero_gradients(shape):
+    """No rows or no columns: gate and up still get (empty) gradients, as from PyTorch; an empty
+    input once returned a fresh leaf, cutting the graph."""
+    gate, up = random_tensor(shape, requires_grad=True), random_tensor(shape, requires_grad=True)
+    assert_empty_gradients(swiglu, gate, up)
+
+
+def test_double_backward_raises():
+    """A gradient penalty through swiglu: the backward kernel has no backward, so this raises
+    instead of silently dropping swiglu's second-order terms."""
+    gate, up = random_tensor((3, 50), requires_grad=True), random_tensor((3, 50), requires_grad=True)
+    assert_no_second_derivative(swiglu, gate, up)
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered in exp")
