@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from academy import DEVICE
 from academy.grid import sm_count
-from academy.validation import check_tensor
+from academy.validation import as_real, check_tensor, once_differentiable
 
 import torch
 import torch.nn.functional as F
@@ -413,7 +413,7 @@ def _check_inputs(x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
         raise ValueError(f"devices differ: x on {x.device}, weight on {weight.device}")
     if not weight.is_contiguous():
         raise ValueError(f"weight has stride {weight.stride()}; pass weight.contiguous()")
-    if not isinstance(eps, (int, float)) or not eps > 0:
+    if not as_real("eps", eps) > 0:
         raise ValueError(f"eps must be a positive number, got {eps!r}")
     if x.numel() // x.shape[-1] > 2**31 - 1:  # (5)!
         raise ValueError(f"x has {x.numel() // x.shape[-1]} rows; at most 2**31 - 1 are supported")
@@ -431,6 +431,7 @@ class _RMSNormSwiGLU(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable("rmsnorm_swiglu")  # (2)!
     def backward(ctx, dout):
         x, weight, rstd = ctx.saved_tensors
         dx, dweight = _backward(x, weight, rstd, dout)
@@ -440,9 +441,8 @@ class _RMSNormSwiGLU(torch.autograd.Function):
 def rmsnorm_swiglu(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """``silu(a) · b`` where ``[a, b] = rmsnorm(x) · weight``; x is ``(..., 2N)``, the result ``(..., N)``."""
     _check_inputs(x, weight, eps)
-    if x.numel() == 0:
-        out = torch.empty((*x.shape[:-1], x.shape[-1] // 2), dtype=x.dtype, device=x.device)
-        return out.requires_grad_(x.requires_grad or weight.requires_grad)
+    if x.numel() == 0:  # no rows: nothing to launch, and PyTorch's gradients are zeros of the right shapes
+        return reference(x, weight, float(eps))
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
         return _RMSNormSwiGLU.apply(x, weight, float(eps))
     return _forward(x, weight, float(eps))[0]

@@ -4,12 +4,15 @@ from academy import DEVICE, INTERPRETED
 from academy.testing import (
     FLOAT_DTYPES,
     assert_close,
+    assert_empty_gradients,
+    assert_no_second_derivative,
     cancellation_tolerance,
     poison_allocations,
     random_tensor,
     tolerance,
 )
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -136,6 +139,25 @@ def test_bf16_llama_rows(n_half):
 def test_empty():
     out = rmsnorm_swiglu(torch.empty(0, 8, device=DEVICE), torch.ones(8, device=DEVICE))
     assert out.shape == (0, 4)
+
+
+@pytest.mark.parametrize("shape", [(0, 8), (2, 0, 6)], ids=str)
+def test_empty_input_gets_zero_gradients(shape):
+    """No rows: x gets an empty gradient and weight a zero one, as from PyTorch (an empty input once
+    returned a fresh leaf, cutting the graph)."""
+    x = random_tensor(shape, requires_grad=True)
+    weight = random_tensor(shape[-1], offset=1.0, requires_grad=True)
+    assert_empty_gradients(rmsnorm_swiglu, x, weight)
+
+
+def test_double_backward_raises():
+    x, weight = random_tensor((3, 40), requires_grad=True), random_tensor(40, offset=1.0, requires_grad=True)
+    assert_no_second_derivative(rmsnorm_swiglu, x, weight)
+
+
+def test_numpy_eps_is_accepted():
+    x, weight = random_tensor((3, 40)), random_tensor(40, offset=1.0)
+    assert_close(rmsnorm_swiglu(x, weight, np.float32(1e-5)), reference(x.double(), weight.double(), 1e-5))
 
 
 @pytest.mark.parametrize(
