@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import academy  # noqa: F401  (sets TRITON_INTERPRET on CPU before triton loads)
 from academy.grid import sm_count
-from academy.validation import check_tensor
+from academy.validation import as_real, check_tensor
 
 import torch
 import triton
@@ -146,7 +146,7 @@ def check_norm_inputs(op: str, x: torch.Tensor, eps, **params: torch.Tensor | No
             raise ValueError(f"{name} has shape {tuple(t.shape)}; expected ({n},), the last dimension of x")
         if t is not None and t.device != x.device:
             raise ValueError(f"{name} is on {t.device} but x is on {x.device}")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
+    if not as_real("eps", eps) >= 0:
         raise ValueError(f"eps must be a non-negative number, got {eps!r}")
     if x.numel() // n > MAX_ROWS:
         raise ValueError(f"x has {x.numel() // n} rows; at most {MAX_ROWS} are supported")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import academy  # noqa: F401  (sets TRITON_INTERPRET on CPU before triton loads)
 from academy import DEVICE
+from academy.validation import once_differentiable
 
 import torch
 import torch.nn.functional as F
@@ -503,6 +504,7 @@ class _LayerNorm(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable("layer_norm")  # (3)!
     def backward(ctx, dy):
         x_rows, weight, mean, rstd = ctx.saved_tensors
         dx, dw, db = _backward(dy, x_rows, weight, ctx.has_bias, mean, rstd)
@@ -511,12 +513,16 @@ class _LayerNorm(torch.autograd.Function):
         return dx.view(ctx.x_shape), dw, db, None  # (2)!
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float = 1e-5) -> torch.Tensor:
+def layer_norm(
+    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float = 1e-5
+) -> torch.Tensor:
     """Layer norm over the last dimension of ``x`` (shape ``(..., N)``); differentiable
-    with respect to ``x``, ``weight`` and ``bias`` (``bias`` may be ``None``)."""
+    with respect to ``x``, ``weight`` and ``bias`` (either may be ``None``, as in PyTorch)."""
     _check_inputs(x, weight, bias, eps)
     if x.numel() == 0:  # rows of a valid width, but no rows: nothing to launch
-        return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+        return F.layer_norm(x, (x.shape[-1],), weight, bias, float(eps))
+    if weight is None:  # no scale: a weight of ones, which gets no gradient
+        weight = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
     needs_grad = any(t is not None and t.requires_grad for t in (x, weight, bias))
     if needs_grad and torch.is_grad_enabled():
         return _LayerNorm.apply(x, weight, bias, eps)

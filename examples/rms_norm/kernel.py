@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import academy  # noqa: F401  (sets TRITON_INTERPRET on CPU before triton loads)
 from academy import DEVICE
+from academy.validation import once_differentiable
 
 import torch
 import triton
@@ -388,16 +389,19 @@ class _RMSNorm(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable("rms_norm")  # (2)!
     def backward(ctx, dy):
         x_rows, weight, rstd = ctx.saved_tensors
         dx, dw = _backward(dy, x_rows, weight, rstd)
         return dx.view(ctx.x_shape), dw, None
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float = 1e-6) -> torch.Tensor:
     """RMS norm over the last dimension of ``x`` (shape ``(..., N)``), scaled by
-    ``weight``; differentiable with respect to ``x`` and ``weight``."""
+    ``weight`` (``None``: no scale, as in PyTorch); differentiable with respect to ``x`` and ``weight``."""
     _check_inputs(x, weight, eps)
+    if weight is None:  # no scale: a weight of ones, which gets no gradient
+        weight = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
     if x.numel() == 0:  # rows of a valid width, but no rows: nothing to launch
         return reference(x, weight, eps) * 1.0
     if (x.requires_grad or weight.requires_grad) and torch.is_grad_enabled():

@@ -1,8 +1,15 @@
 """layer_norm: forward and backward (dx, dW, dB) against float64 PyTorch on fresh random inputs."""
 
 from academy import DEVICE, INTERPRETED
-from academy.testing import FLOAT_DTYPES, assert_close, random_tensor
+from academy.testing import (
+    FLOAT_DTYPES,
+    assert_close,
+    assert_empty_gradients,
+    assert_no_second_derivative,
+    random_tensor,
+)
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -227,10 +234,45 @@ def test_bad_input_raises_clear_error(make, error, message):
         layer_norm(*make())
 
 
-@pytest.mark.parametrize("eps", [-1.0, float("nan"), "1e-5", True])
-def test_bad_eps_raises(eps):
-    with pytest.raises(ValueError, match="eps"):
+@pytest.mark.parametrize(
+    "eps, error", [(-1.0, ValueError), (float("nan"), ValueError), ("1e-5", TypeError), (True, TypeError)]
+)
+def test_bad_eps_raises(eps, error):
+    with pytest.raises(error, match="eps must be a"):
         layer_norm(*_ok(), eps=eps)
+
+
+def test_numpy_eps_is_accepted():
+    x, w, b = _ok()
+    expected = F.layer_norm(x.double(), (8,), w.double(), b.double(), 1e-3)
+    assert_close(layer_norm(x, w, b, np.float32(1e-3)), expected, dtype=torch.float32)
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no bias"])
+def test_weight_none_is_no_scale(bias, path):
+    """As F.layer_norm(x, (N,), None, bias): no scale; x and the bias still get their gradients."""
+    x, _, b, dy = _inputs((5, 300), torch.float32, bias=bias)
+    y = layer_norm(x, None, b)
+    y.backward(dy)
+    y64, dx, _, db = _torch_grads(x, None, b, dy, torch.float64)
+    assert_close(y, y64, dtype=torch.float32, name="y")
+    assert_close(x.grad, dx, dtype=torch.float32, name="dx")
+    if bias:
+        assert_close(b.grad, db, dtype=torch.float32, name="dB")
+    with torch.no_grad():
+        assert_close(layer_norm(x, None, b), y64, dtype=torch.float32, name="y (no grad)")
+
+
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "no affine"])
+def test_empty_batch_gets_zero_gradients(affine):
+    x = random_tensor((2, 0, 10), requires_grad=True)
+    w, b = (random_tensor(10, requires_grad=True), random_tensor(10, requires_grad=True)) if affine else (None, None)
+    assert_empty_gradients(layer_norm, x, w, b)
+
+
+def test_double_backward_raises():
+    x, w, b, _ = _inputs((3, 40), torch.float32)
+    assert_no_second_derivative(layer_norm, x, w, b)
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="a CPU tensor is the right device under the interpreter")

@@ -1,8 +1,17 @@
 """rms_norm: forward and backward (dx, dW) against float64 PyTorch on fresh random inputs."""
 
 from academy import DEVICE, INTERPRETED
-from academy.testing import FLOAT_DTYPES, assert_close, half_smallest_subnormal, random_tensor, unit_roundoff
+from academy.testing import (
+    FLOAT_DTYPES,
+    assert_close,
+    assert_empty_gradients,
+    assert_no_second_derivative,
+    half_smallest_subnormal,
+    random_tensor,
+    unit_roundoff,
+)
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -190,10 +199,44 @@ def test_bad_input_raises_clear_error(make, error, message):
         rms_norm(*make())
 
 
-@pytest.mark.parametrize("eps", [-1.0, float("nan"), "1e-6", True])
-def test_bad_eps_raises(eps):
-    with pytest.raises(ValueError, match="eps"):
+@pytest.mark.parametrize(
+    "eps, error", [(-1.0, ValueError), (float("nan"), ValueError), ("1e-6", TypeError), (True, TypeError)]
+)
+def test_bad_eps_raises(eps, error):
+    with pytest.raises(error, match="eps must be a"):
         rms_norm(random_tensor((3, 8)), random_tensor(8), eps=eps)
+
+
+def test_numpy_eps_is_accepted():
+    x, w = random_tensor((3, 8)), random_tensor(8)
+    expected = F.rms_norm(x.double(), (8,), w.double(), 1e-3)
+    assert_close(rms_norm(x, w, np.float32(1e-3)), expected, dtype=torch.float32)
+
+
+def test_weight_none_is_no_scale(path):
+    """As F.rms_norm(x, (N,), None): normalised rows, no scale; x still gets its gradient."""
+    x, _, dy = _inputs((5, 300), torch.float32)
+    y = rms_norm(x, None)
+    y.backward(dy)
+    x64 = x.detach().double().requires_grad_()
+    expected = F.rms_norm(x64, (300,), None, 1e-6)
+    expected.backward(dy.double())
+    assert_close(y, expected.detach(), dtype=torch.float32, name="y")
+    assert_close(x.grad, x64.grad, dtype=torch.float32, name="dx")
+    with torch.no_grad():
+        assert_close(rms_norm(x, None), expected.detach(), dtype=torch.float32, name="y (no grad)")
+
+
+@pytest.mark.parametrize("weight", [True, False], ids=["weight", "no weight"])
+def test_empty_batch_gets_zero_gradients(weight):
+    x = random_tensor((2, 0, 10), requires_grad=True)
+    w = random_tensor(10, requires_grad=True) if weight else None
+    assert_empty_gradients(lambda x, w: rms_norm(x, w), x, w)
+
+
+def test_double_backward_raises():
+    x, w, _ = _inputs((3, 40), torch.float32)
+    assert_no_second_derivative(rms_norm, x, w)
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="a CPU tensor is the right device under the interpreter")
