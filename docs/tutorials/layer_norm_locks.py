@@ -248,7 +248,8 @@ for barrier in (True, False):
 # - **the autograd Function** returns one gradient per forward argument:
 #   $(dx, d\gamma, d\beta)$ for the tensors and `None` for the non-tensor
 #   arguments (the original's `normalized_shape` and `eps`; ours takes only
-#   `eps`).
+#   `eps`). Its kernels have no backward of their own, so ours refuses a
+#   gradient of the gradient (`create_graph=True`) with a `RuntimeError`.
 #
 # It measured itself with `triton.testing.perf_report`, a decorator that takes
 # a `triton.testing.Benchmark` (the swept argument and its values, the

@@ -15,7 +15,7 @@ Run this file (``python -m examples.layer_norm_locks.kernel``) for a quick check
 from __future__ import annotations
 
 from academy import DEVICE
-from academy.validation import check_tensor
+from academy.validation import as_real, check_tensor, once_differentiable
 
 import torch
 import torch.nn.functional as F
@@ -173,19 +173,22 @@ def _warps(block_n: int) -> int:
 
 def _check_inputs(x, weight, bias, eps) -> None:
     check_tensor("x", x, SUPPORTED_DTYPES)
-    check_tensor("weight", weight, SUPPORTED_DTYPES)
-    check_tensor("bias", bias, SUPPORTED_DTYPES)
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None:  # None: no scale, or no shift, as in PyTorch
+            check_tensor(name, t, SUPPORTED_DTYPES)
     if x.dim() == 0 or x.shape[-1] == 0:
         raise ValueError(f"x has shape {tuple(x.shape)}: layer norm needs a non-empty last dimension")
     n = x.shape[-1]
     if n > MAX_N:
         raise ValueError(f"rows of {n} elements are too wide for this kernel (at most {MAX_N})")
     for name, t in (("weight", weight), ("bias", bias)):
+        if t is None:
+            continue
         if t.shape != (n,):
             raise ValueError(f"{name} must have shape ({n},), got {tuple(t.shape)}")
         if t.dtype != x.dtype:
             raise TypeError(f"dtypes differ: x {x.dtype} vs {name} {t.dtype}")
-    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
+    if not as_real("eps", eps) > 0:
         raise ValueError(f"eps must be a positive number, got {eps!r}")
 
 
@@ -263,17 +266,24 @@ class _LayerNorm(torch.autograd.Function):
         return y
 
     @staticmethod
+    @once_differentiable("layer_norm (with locks)")  # its kernels have no backward of their own
     def backward(ctx, dy):
         x_rows, weight, mean, rstd = ctx.saved_tensors
         dx, dw, db = _backward(dy, x_rows, weight, mean, rstd)
         return dx.view(dy.shape), dw, db, None  # (2)!
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """``F.layer_norm(x, (N,), weight, bias, eps)``; differentiable in x, weight and bias."""
+def layer_norm(
+    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float = 1e-5
+) -> torch.Tensor:
+    """``F.layer_norm(x, (N,), weight, bias, eps)``; differentiable in x, weight and bias (None: no scale
+    or no shift, the kernels then read ones or zeros)."""
     _check_inputs(x, weight, bias, eps)
-    if x.numel() == 0:
-        return torch.empty_like(x).requires_grad_(x.requires_grad)
+    if x.numel() == 0:  # no rows: nothing to launch, and PyTorch's gradients are zeros of the right shapes
+        return F.layer_norm(x, (x.shape[-1],), weight, bias, float(eps))
+    n = x.shape[-1]
+    weight = torch.ones(n, dtype=x.dtype, device=x.device) if weight is None else weight
+    bias = torch.zeros(n, dtype=x.dtype, device=x.device) if bias is None else bias
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad):
         return _LayerNorm.apply(x, weight, bias, eps)
     return _forward(x, weight, bias, eps)[0]

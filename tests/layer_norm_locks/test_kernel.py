@@ -1,8 +1,16 @@
 """Tutorial layer norm: forward and all three gradients against float64 autograd, locks released."""
 
 from academy import DEVICE
-from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from academy.testing import (
+    FLOAT_DTYPES,
+    assert_close,
+    assert_empty_gradients,
+    assert_no_second_derivative,
+    poison_allocations,
+    random_tensor,
+)
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -90,6 +98,32 @@ def test_no_grad_path_and_empty():
         y = layer_norm(x, w, b)
     assert not y.requires_grad
     assert layer_norm(torch.empty(0, 10, device=DEVICE), w.detach(), b.detach()).shape == (0, 10)
+
+
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "no affine"])
+def test_empty_batch_gets_zero_gradients(affine):
+    """No rows: x gets an empty gradient, weight and bias zero ones, as from PyTorch (an empty
+    input once returned a fresh leaf, cutting the graph)."""
+    x, w, b = _inputs((0, 10), torch.float32)
+    assert_empty_gradients(layer_norm, x, *((w, b) if affine else (None, None)))
+
+
+def test_double_backward_raises():
+    assert_no_second_derivative(layer_norm, *_inputs((3, 40), torch.float32))
+
+
+@pytest.mark.parametrize("weight, bias", [(False, True), (True, False), (False, False)])
+def test_weight_or_bias_none(weight, bias):
+    """As F.layer_norm: None is no scale or no shift; the other tensors keep their gradients."""
+    x, w, b = _inputs((6, 50), torch.float32)
+    w, b = (w if weight else None), (b if bias else None)
+    dy = random_tensor((6, 50))
+    layer_norm(x, w, b, np.float32(1e-5)).backward(dy)  # a NumPy eps is a number like any other
+    leaves = [t.detach().double().requires_grad_() if t is not None else None for t in (x, w, b)]
+    F.layer_norm(leaves[0], (50,), leaves[1], leaves[2], 1e-5).backward(dy.double())
+    for name, ours, exact in zip(("dx", "dw", "db"), (x, w, b), leaves):
+        if ours is not None:
+            assert_close(ours.grad, exact.grad, dtype=torch.float32, name=name)
 
 
 def test_bad_inputs_are_rejected():
