@@ -141,7 +141,9 @@ show("examples/dropout/kernel.py:autograd")
 # %% [markdown]
 # - `ctx.p` and `ctx.seed` are plain attributes: `save_for_backward` is for
 #   tensors, and here there is none to save.
-# - The backward regenerates exactly the forward's mask.
+# - The backward is `dropout` itself, on `dy` with the forward's seed: exactly
+#   the forward's mask. Being dropout, it is differentiable in turn, so a
+#   gradient of the gradient (`create_graph=True`) is right too.
 # - `forward` took three arguments, so `backward` returns three gradients:
 #   `None` for `p` and `seed`, which are not tensors.
 

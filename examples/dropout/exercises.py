@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from academy.validation import check_forward_only
+
 import torch
 import triton
 import triton.language as tl
@@ -30,7 +32,8 @@ def dropout_add_kernel(x_ptr, r_ptr, out_ptr, n_elements, p, scale, seed, BLOCK_
 
 def dropout_add(x: torch.Tensor, residual: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     """``residual + dropout(x, p, seed)`` in one pass (forward only)."""
-    _check_args(x, p, seed)
+    p, seed = _check_args(x, p, seed)
+    check_forward_only("dropout_add", x=x, residual=residual)
     if residual.shape != x.shape or residual.dtype != x.dtype or residual.device != x.device:
         raise ValueError("residual must match x in shape, dtype and device")
     x_flat, r_flat = x.contiguous().view(-1), residual.contiguous().view(-1)

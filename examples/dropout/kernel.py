@@ -18,10 +18,8 @@ Run this file (``python -m examples.dropout.kernel``) for a quick check.
 
 from __future__ import annotations
 
-import numbers
-
 from academy import DEVICE
-from academy.validation import check_tensor
+from academy.validation import as_int, as_real, check_tensor
 
 import torch
 import triton
@@ -126,16 +124,15 @@ def keep_mask_kernel(keep_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
 
 
 # --8<-- [start:launcher]
-def _check_args(x: torch.Tensor, p: float, seed: int) -> None:
+def _check_args(x: torch.Tensor, p: float, seed: int) -> tuple[float, int]:
+    """Checks, and returns ``p`` and ``seed`` as a Python float and int (NumPy scalars are welcome)."""
     check_tensor("x", x, SUPPORTED_DTYPES)
-    if isinstance(p, bool) or not isinstance(p, numbers.Real):
-        raise TypeError(f"p must be a real number, got {type(p).__name__}")
+    p, seed = as_real("p", p), as_int("seed", seed)
     if not 0.0 <= p < 1.0:  # (1)!
         raise ValueError(f"p must be in [0, 1), got {p}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     if not 0 <= seed <= MAX_SEED:
         raise ValueError(f"seed must be in [0, 2**63 - 1], got {seed}")
+    return p, seed
 
 
 def _grid(n: int) -> tuple[int]:
@@ -189,13 +186,13 @@ class _SeededDropout(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
-        dx = _seeded(dy, ctx.p, ctx.seed)  # (2)!
+        dx = dropout(dy, ctx.p, ctx.seed)  # (2)!
         return dx, None, None  # (3)!
 
 
 def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     """Zero each element with probability ``p`` (decided by ``seed``), scale the rest by ``1/(1-p)``."""
-    _check_args(x, p, seed)
+    p, seed = _check_args(x, p, seed)
     if x.requires_grad and torch.is_grad_enabled():
         return _SeededDropout.apply(x, p, seed)
     return _seeded(x, p, seed)
@@ -216,12 +213,27 @@ class _ExplicitMaskDropout(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
         (keep,) = ctx.saved_tensors
-        return _apply_mask(dy, keep, ctx.p), None, None
+        return _MaskScale.apply(dy, keep, ctx.p), None, None  # linear in dy: differentiable again
+
+
+class _MaskScale(torch.autograd.Function):
+    """``x`` times the kept mask over ``1 - p``: its own backward, so every order of derivative is right."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, keep: torch.Tensor, p: float) -> torch.Tensor:
+        ctx.save_for_backward(keep)
+        ctx.p = p
+        return _apply_mask(x, keep, p)
+
+    @staticmethod
+    def backward(ctx, dy: torch.Tensor):
+        (keep,) = ctx.saved_tensors
+        return _MaskScale.apply(dy, keep, ctx.p), None, None
 
 
 def explicit_mask_dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     """The same result as ``dropout``, with the mask materialised and kept for the backward."""
-    _check_args(x, p, seed)
+    p, seed = _check_args(x, p, seed)
     if x.requires_grad and torch.is_grad_enabled():
         return _ExplicitMaskDropout.apply(x, p, seed)
     return _apply_mask(x, keep_mask(x.numel(), p, seed, x.device), p)

@@ -33,3 +33,9 @@ def test_dropout_add_rejects_mismatch():
         dropout_add(random_tensor(8), random_tensor(9), 0.1, 1)
     with pytest.raises(ValueError, match=r"p must be in"):
         dropout_add(random_tensor(8), random_tensor(8), 1.0, 1)
+
+
+def test_dropout_add_refuses_inputs_that_require_grad():
+    """Forward only: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match="dropout_add is forward only"):
+        dropout_add(random_tensor(8, requires_grad=True), random_tensor(8), 0.1, 1)

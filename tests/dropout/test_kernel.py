@@ -3,8 +3,9 @@
 import math
 
 from academy import DEVICE
-from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from academy.testing import FLOAT_DTYPES, assert_close, assert_empty_gradients, poison_allocations, random_tensor
 
+import numpy as np
 import pytest
 import torch
 
@@ -108,6 +109,37 @@ def test_empty_input():
     assert dropout(torch.empty(0, 5, device=DEVICE), 0.5, 1).shape == (0, 5)
 
 
+@pytest.mark.parametrize("op", [dropout, explicit_mask_dropout])
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0)], ids=str)
+def test_empty_input_gets_an_empty_gradient(op, shape):
+    assert_empty_gradients(lambda x: op(x, 0.5, 1), random_tensor(shape, requires_grad=True))
+
+
+@pytest.mark.parametrize("op", [dropout, explicit_mask_dropout])
+def test_gradient_penalty_matches_autograd_through_the_reference(op):
+    """Dropout is linear, so its backward is dropout again: a gradient of the gradient is right
+    (it was silently missing: the backward's result carried no graph)."""
+    x, p, seed = random_tensor((5, 300), requires_grad=True), 0.3, _seed()
+    w = random_tensor((5, 300))
+
+    def penalty(f, x):
+        (g,) = torch.autograd.grad((f(x, p, seed).sin() * w).sum(), x, create_graph=True)
+        return g.square().sum()
+
+    penalty(op, x).backward()
+    x64 = x.detach().double().requires_grad_()
+    penalty(lambda x, p, seed: reference(x, p, seed), x64).backward()
+    assert_close(x.grad, x64.grad, dtype=torch.float32, name="d(penalty)/dx")
+
+
+def test_numpy_p_and_seed_are_accepted():
+    """NumPy scalars are numbers like any other (an np.float32 p reached the kernel and failed)."""
+    x = random_tensor((3, 100))
+    expected = dropout(x, 0.25, 99)
+    assert torch.equal(dropout(x, np.float32(0.25), np.int64(99)), expected)
+    assert torch.equal(explicit_mask_dropout(x, np.float16(0.25), np.uint32(99)), expected)
+
+
 @pytest.mark.parametrize("p", [-0.1, 1.0, 1.5, float("nan")])
 def test_bad_p_is_rejected(p):
     with pytest.raises(ValueError, match=r"p must be in \[0, 1\)"):
@@ -117,8 +149,10 @@ def test_bad_p_is_rejected(p):
 def test_bad_arguments_are_rejected():
     with pytest.raises(TypeError, match="p must be a real number"):
         dropout(random_tensor(8), "0.5", 1)
-    with pytest.raises(TypeError, match="seed must be an int"):
+    with pytest.raises(TypeError, match="seed must be an int, got float"):
         dropout(random_tensor(8), 0.5, 1.5)
+    with pytest.raises(TypeError, match="p must be a real number, got torch.Tensor"):
+        dropout(random_tensor(8), torch.tensor(0.5), 1)
     with pytest.raises(ValueError, match="seed must be in"):
         dropout(random_tensor(8), 0.5, -1)
     with pytest.raises(TypeError, match="dtype"):
