@@ -146,6 +146,9 @@ show("examples/backward_pass/kernel.py:autograd")
 #   gradient for each tensor, `None` for anything that is not a tensor (the
 #   dropout tutorial's `p` and `seed`, layer norm's `eps`) or for a tensor
 #   that does not need one: `ctx.needs_input_grad` says which were asked for.
+# - **Once differentiable.** The backward kernel has no backward of its own,
+#   so `once_differentiable` makes a gradient of the gradient
+#   (`create_graph=True`) raise, rather than silently leave this op out.
 #
 # ## Testing a backward
 #

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from academy.validation import check_tensor
+from academy.validation import check_tensor, once_differentiable
 
 import torch
 import triton
@@ -60,6 +60,7 @@ class _SiLU(torch.autograd.Function):
         return _launch(silu_forward_kernel, x, x)
 
     @staticmethod
+    @once_differentiable("silu")
     def backward(ctx, dy):
         (x,) = ctx.saved_tensors
         return _launch(silu_backward_kernel, x, x, dy)

@@ -13,8 +13,10 @@ Run this file (``python -m examples.backward_pass.kernel``) for a quick check.
 
 from __future__ import annotations
 
+import math
+
 from academy import DEVICE
-from academy.validation import check_tensor
+from academy.validation import check_tensor, once_differentiable
 
 import torch
 import triton
@@ -120,12 +122,17 @@ def _check_inputs(x: torch.Tensor, w: torch.Tensor) -> None:
         raise TypeError(f"dtypes differ: x {x.dtype} vs w {w.dtype}")
 
 
+def _rows(t: torch.Tensor) -> torch.Tensor:
+    """``t`` as contiguous (rows, N); the row count is explicit, since -1 is ambiguous when N = 0."""
+    return t.reshape(math.prod(t.shape[:-1]), t.shape[-1]).contiguous()
+
+
 def _grid(n_rows: int, n_cols: int) -> tuple[int, int]:
     return (triton.cdiv(n_rows, BLOCK_M), triton.cdiv(n_cols, BLOCK_N))
 
 
 def _forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    x_rows = x.reshape(-1, x.shape[-1]).contiguous()
+    x_rows = _rows(x)
     y = torch.empty(x_rows.shape, dtype=x.dtype, device=x.device)
     if x_rows.numel():
         swish_forward_kernel[_grid(*x_rows.shape)](
@@ -135,8 +142,7 @@ def _forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 
 def _backward(x: torch.Tensor, w: torch.Tensor, dy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    x_rows = x.reshape(-1, x.shape[-1]).contiguous()
-    dy_rows = dy.reshape(-1, x.shape[-1]).contiguous()
+    x_rows, dy_rows = _rows(x), _rows(dy)
     n_rows, n_cols = x_rows.shape
     dx = torch.empty(x_rows.shape, dtype=x.dtype, device=x.device)
     grid = _grid(n_rows, n_cols)
@@ -161,6 +167,7 @@ class _Swish(torch.autograd.Function):
         return _forward(x, w)
 
     @staticmethod
+    @once_differentiable("swish")  # the backward kernel has no backward: a second derivative raises
     def backward(ctx, dy: torch.Tensor):
         x, w = ctx.saved_tensors
         dx, dw = _backward(x, w, dy)  # (2)!

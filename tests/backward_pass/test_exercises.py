@@ -1,6 +1,6 @@
 """The backward-pass tutorial's exercise answer: gradcheck in float64, autograd in low precision."""
 
-from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
+from academy.testing import FLOAT_DTYPES, assert_close, assert_no_second_derivative, poison_allocations, random_tensor
 
 import pytest
 import torch
@@ -30,3 +30,7 @@ def test_silu_matches_autograd(dtype):
     F.silu(x64).backward(dy.double())
     assert_close(y, F.silu(x64), dtype=dtype, baseline=F.silu(x.detach()), name="y")
     assert_close(x.grad, x64.grad, dtype=dtype, name="dx")
+
+
+def test_silu_double_backward_raises():
+    assert_no_second_derivative(silu, random_tensor((3, 40), requires_grad=True))

@@ -1,7 +1,15 @@
 """The learnable swish: gradcheck through the kernels in float64, and autograd in low precision."""
 
 from academy import DEVICE
-from academy.testing import FLOAT_DTYPES, assert_close, cancellation_tolerance, poison_allocations, random_tensor
+from academy.testing import (
+    FLOAT_DTYPES,
+    assert_close,
+    assert_empty_gradients,
+    assert_no_second_derivative,
+    cancellation_tolerance,
+    poison_allocations,
+    random_tensor,
+)
 
 import pytest
 import torch
@@ -85,6 +93,18 @@ def test_only_the_gradients_asked_for():
 def test_empty_rows():
     x, w = torch.empty(0, 4, device=DEVICE), random_tensor((4,))
     assert swish(x, w).shape == (0, 4)
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0), (2, 0, 5)], ids=str)
+def test_empty_inputs_get_zero_gradients(shape):
+    x, w = random_tensor(shape, requires_grad=True), random_tensor(shape[-1:], requires_grad=True)
+    assert_empty_gradients(swish, x, w)
+
+
+def test_double_backward_raises():
+    """The backward kernel has no backward: a gradient penalty raises instead of coming out wrong."""
+    x, w = random_tensor((5, 30), requires_grad=True), random_tensor((30,), requires_grad=True)
+    assert_no_second_derivative(swish, x, w)
 
 
 def test_bad_inputs_are_rejected():
