@@ -171,7 +171,8 @@ show("examples/gelu/kernel.py:kernel")
 #   block inside the tensor.
 #
 # The launcher around it checks its input (type, device, dtype, contiguity,
-# the `approximate` string) and picks one program per `BLOCK_SIZE` elements:
+# the `approximate` string; an input that requires grad is refused, since
+# there is no backward) and picks one program per `BLOCK_SIZE` elements:
 
 # %%
 show("examples/gelu/kernel.py:launcher")

@@ -108,8 +108,9 @@ print(f"relative error against float64: {error:.1e}")
 
 # %% [markdown]
 # The launcher checks its input (a 2-D fp32/fp16/bf16 tensor whose columns
-# are adjacent in memory; rows may have any stride), handles the empty cases
-# and launches one program per row:
+# are adjacent in memory; rows may have any stride; not one that requires
+# grad, since there is no backward), handles the empty cases and launches one
+# program per row:
 
 # %%
 show("examples/row_sum/kernel.py:launcher")

@@ -15,6 +15,7 @@ import math
 import warnings
 
 from academy import DEVICE
+from academy.validation import check_forward_only
 
 import torch
 import torch.nn.functional as F
@@ -92,8 +93,10 @@ NUM_WARPS = 8  # 2048 values over 256 threads: 8 per thread, one 16-byte load in
 
 
 def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
-    """GeLU of every element of ``x``: exact (``"none"``) or tanh-approximated."""
+    """GeLU of every element of ``x``: exact (``"none"``) or tanh-approximated; forward only (with
+    autograd recording, an ``x`` that requires grad is refused: the result would carry no gradient)."""
     _check_input(x, approximate)
+    check_forward_only("gelu", x=x)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_elements = x.numel()
     if n_elements == 0:

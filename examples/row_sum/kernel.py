@@ -11,6 +11,7 @@ Run this file (``python -m examples.row_sum.kernel``) for a quick check.
 from __future__ import annotations
 
 from academy import DEVICE
+from academy.validation import check_forward_only
 
 import torch
 import triton
@@ -62,8 +63,10 @@ def launch_config(n_cols: int) -> dict[str, int]:
 
 
 def row_sum(x: torch.Tensor) -> torch.Tensor:
-    """``x.sum(dim=-1)`` for a 2-D tensor whose rows have unit stride."""
+    """``x.sum(dim=-1)`` for a 2-D tensor whose rows have unit stride; forward only (with autograd
+    recording, an ``x`` that requires grad is refused: the result would carry no gradient)."""
     _check_input(x)
+    check_forward_only("row_sum", x=x)
     n_rows, n_cols = x.shape
     out = torch.empty(n_rows, dtype=x.dtype, device=x.device)
     if n_rows == 0:

@@ -1,6 +1,7 @@
 """Vector addition: the programming model in one kernel.
 
-``add(x, y)`` returns ``x + y`` for two tensors of the same shape and dtype.
+``add(x, y)`` returns ``x + y`` for two tensors of the same shape and dtype
+(forward only: inputs that require grad are refused).
 Run this file (``python -m examples.vector_add.kernel``) for a quick check on
 the current device.
 """
@@ -8,6 +9,7 @@ the current device.
 from __future__ import annotations
 
 from academy import DEVICE
+from academy.validation import check_forward_only
 
 import torch
 import triton
@@ -57,8 +59,11 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
     Both tensors must live on the kernel device, share one shape and one
     dtype, and be either contiguous or one-dimensional with any stride.
+    Forward only: with autograd recording, an input that requires grad is
+    refused, since the result would carry no gradient.
     """
     _check_inputs(x, y)
+    check_forward_only("add", x=x, y=y)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_elements = x.numel()
     if n_elements == 0:  # (1)!

@@ -121,6 +121,15 @@ def test_bad_input_raises_clear_error(x, approximate, error, message):
         gelu(x(), approximate)
 
 
+def test_inputs_that_require_grad_are_refused():
+    """gelu has no backward: its result would carry no gradient, and the graph would be cut silently."""
+    x = random_tensor((3, 50), requires_grad=True)
+    with pytest.raises(ValueError, match="gelu is forward only .* x requires grad"):
+        gelu(x)
+    with torch.no_grad():
+        assert_close(gelu(x, "tanh"), F.gelu(x.detach().double(), approximate="tanh"))
+
+
 @pytest.mark.skipif(DEVICE != "cuda", reason="a CPU tensor is the right device under the interpreter")
 def test_wrong_device_raises():
     with pytest.raises(ValueError, match="kernels run on"):

@@ -83,6 +83,15 @@ def test_bad_input_raises_clear_error(x, error, message):
         row_sum(x())
 
 
+def test_inputs_that_require_grad_are_refused():
+    """row_sum has no backward: its result would carry no gradient, and the graph would be cut silently."""
+    x = random_tensor((3, 50), requires_grad=True)
+    with pytest.raises(ValueError, match="row_sum is forward only .* x requires grad"):
+        row_sum(x)
+    with torch.no_grad():
+        assert_close(row_sum(x), x.detach().double().sum(-1))
+
+
 @pytest.mark.skipif(DEVICE != "cuda", reason="a CPU tensor is the right device under the interpreter")
 def test_wrong_device_raises():
     with pytest.raises(ValueError, match="kernels run on"):

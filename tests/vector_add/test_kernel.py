@@ -56,6 +56,17 @@ def test_bad_input_raises_clear_error(x, y, error, message):
         add(x(), y())
 
 
+def test_inputs_that_require_grad_are_refused():
+    """add has no backward: its result would carry no gradient, and the graph would be cut silently."""
+    x, y = random_tensor(100, requires_grad=True), random_tensor(100)
+    with pytest.raises(ValueError, match="add is forward only .* x requires grad"):
+        add(x, y)
+    with pytest.raises(ValueError, match="y requires grad"):
+        add(y, x)
+    with torch.no_grad():
+        assert_close(add(x, y), x.detach().double() + y.double())
+
+
 @pytest.mark.skipif(DEVICE != "cuda", reason="a CPU tensor is the right device under the interpreter")
 def test_wrong_device_raises():
     with pytest.raises(ValueError, match="kernels run on"):
