@@ -136,7 +136,9 @@ show("examples/tiled_matmul/kernel.py:matmul_kernel")
 #    cores for fp16/bf16 (and for fp32 as TF32; `"ieee"` fp32 runs on the
 #    FP32 units). Triton 3.6 asks only that $B_K$ be at least 16 (newer
 #    releases accept 8 for fp32) and pads small $B_M$, $B_N$; this launcher
-#    asks for powers of two of at least 16 in every dimension.
+#    asks for powers of two of at least 16 in every dimension. Under the
+#    interpreter, whose bf16 arithmetic is wrong, `UPCAST` converts both
+#    tiles to fp32 first, as the matmul chapter's kernels do.
 # 7. Move both pointer blocks one step along K: `BLOCK_K` times the stride of
 #    the K dimension, in elements.
 # 8. The epilogue, applied while the tile is still in registers (section 5).
@@ -158,6 +160,9 @@ show("examples/tiled_matmul/kernel.py:launcher")
 #    what lets it choose the order.
 # 3. Strides are passed for every operand, so transposed and sliced inputs
 #    work without a copy (section 3).
+#
+# There is no backward: with autograd recording, an operand that requires
+# grad is refused rather than given a result without gradients.
 #
 # Run it on a small, ragged problem with 16×16×16 tiles and compare with a
 # float64 product:

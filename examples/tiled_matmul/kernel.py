@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 
 from academy import DEVICE, INTERPRETED
-from academy.validation import check_tensor
+from academy.validation import as_int, check_config, check_forward_only, check_tensor
 
 import torch
 import triton
@@ -151,6 +151,7 @@ def matmul_kernel(
     GROUP_SIZE_M: tl.constexpr,  # 1 = row-major order of the tiles
     ACTIVATION: tl.constexpr,  # "", "relu" or "leaky_relu"
     INPUT_PRECISION: tl.constexpr,  # fp32 only: "ieee", "tf32" (Triton's default) or "tf32x3"
+    UPCAST: tl.constexpr,  # the interpreter's bf16 arithmetic is wrong: multiply in fp32 there
 ):
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -168,6 +169,9 @@ def matmul_kernel(
         k_left = K - k_start
         a = tl.load(a_ptrs, mask=ks[None, :] < k_left, other=0.0)  # (5)!
         b = tl.load(b_ptrs, mask=ks[:, None] < k_left, other=0.0)
+        if UPCAST:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)  # (6)!
         a_ptrs += BLOCK_K * stride_ak  # (7)!
         b_ptrs += BLOCK_K * stride_bk
@@ -221,7 +225,7 @@ def _check_inputs(a, b, activation, group_size_m, input_precision) -> None:
         raise ValueError(f"devices differ: a on {a.device}, b on {b.device}")
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-    if isinstance(group_size_m, bool) or not isinstance(group_size_m, int) or group_size_m < 1:
+    if as_int("group_size_m", group_size_m) < 1:
         raise ValueError(f"group_size_m must be a positive int (1 = row-major), got {group_size_m!r}")
     if input_precision not in INPUT_PRECISIONS:
         raise ValueError(f"input_precision must be one of {INPUT_PRECISIONS}, got {input_precision!r}")
@@ -251,9 +255,11 @@ def matmul(
     error. fp16/bf16 inputs ignore it. ``config`` overrides the
     tile shape (``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``; each a power of two
     of at least 16: ``tl.dot`` needs K ≥ 16 in Triton 3.6 and this launcher
-    asks the same of every side) and ``num_warps``/``num_stages``.
+    asks the same of every side) and ``num_warps``/``num_stages``. Forward only: with autograd
+    recording, an input that requires grad is refused (the result would carry no gradient).
     """
     _check_inputs(a, b, activation, group_size_m, input_precision)
+    check_forward_only("matmul", a=a, b=b)
     (M, K), N = a.shape, b.shape[1]
     if M * N > MAX_OFFSET:
         raise ValueError(f"the output has {M * N} elements; this kernel's int32 offsets reach 2**31 - 1")
@@ -262,10 +268,8 @@ def matmul(
         return c
     if K == 0:  # an empty sum: every element is act(0) = 0
         return c.zero_()
-    meta = {**launch_config(a.dtype), **(config or {})}
-    for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
-        if meta[name] < 16 or meta[name] & (meta[name] - 1):
-            raise ValueError(f"{name} must be a power of two ≥ 16 (tl.dot needs K ≥ 16), got {meta[name]}")
+    meta = launch_config(a.dtype)
+    meta.update(check_config(config, meta, min_block=16))  # tl.dot needs K ≥ 16; we ask it of every side
     grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # (2)!
     matmul_kernel[grid](
         a,
@@ -280,9 +284,10 @@ def matmul(
         b.stride(1),
         c.stride(0),
         c.stride(1),  # (3)!
-        GROUP_SIZE_M=group_size_m,
+        GROUP_SIZE_M=int(group_size_m),
         ACTIVATION=activation or "",
-        INPUT_PRECISION=input_precision if a.dtype == torch.float32 else None,
+        INPUT_PRECISION="ieee" if INTERPRETED else input_precision if a.dtype == torch.float32 else None,
+        UPCAST=INTERPRETED,
         **meta,
     )
     return c

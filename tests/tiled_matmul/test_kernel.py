@@ -3,7 +3,7 @@
 Tolerances (CONVENTIONS §6): fp32 with ``input_precision="ieee"`` (the
 launcher's default) ≲ 1e-5; fp16/bf16 ≲ 1e-2. TF32 is tested on its own
 against an emulation of TF32 rounding. bf16 ``tl.dot`` is wrong under the
-interpreter, so bf16 runs on a GPU only.
+interpreter, so there the kernel multiplies its bf16 tiles in fp32.
 """
 
 import xml.etree.ElementTree as ET
@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from academy import DEVICE, INTERPRETED
 from academy.testing import assert_close, poison_allocations, random_tensor
 
+import numpy as np
 import pytest
 import torch
 
@@ -27,14 +28,7 @@ from examples.tiled_matmul.kernel import (
 )
 
 SMALL_TILES = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16}
-DTYPES = [
-    torch.float32,
-    torch.float16,
-    pytest.param(
-        torch.bfloat16,
-        marks=pytest.mark.skipif(INTERPRETED, reason="bf16 tl.dot is wrong under the interpreter (contributing.md)"),
-    ),
-]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]  # bf16 tiles are multiplied in fp32 under the interpreter
 
 
 @pytest.fixture(autouse=True)
@@ -103,6 +97,28 @@ def test_fused_epilogues(activation, dtype):
 def test_grouping_changes_the_order_not_the_result(group_size_m):
     a, b = random_tensor((70, 20)), random_tensor((20, 40))
     c = matmul(a, b, group_size_m=group_size_m, config=SMALL_TILES)
+    assert_close(c, _expected(a, b), dtype=torch.float32)
+
+
+def test_bf16_under_the_interpreter_is_right():
+    """The interpreter's bf16 tl.dot is wrong (contributing.md): the kernel upcasts its tiles there,
+    as the matmul chapter's kernels do, instead of returning garbage."""
+    a, b = random_tensor((40, 32), torch.bfloat16), random_tensor((32, 24), torch.bfloat16)
+    assert_close(matmul(a, b), _expected(a, b), dtype=torch.bfloat16, baseline=_baseline(a, b))
+
+
+def test_inputs_that_require_grad_are_refused():
+    """matmul has no backward: its result would carry no gradient, and the graph would be cut silently."""
+    a, b = random_tensor((8, 16), requires_grad=True), random_tensor((16, 8))
+    with pytest.raises(ValueError, match="matmul is forward only .* a requires grad"):
+        matmul(a, b)
+    with torch.no_grad():
+        assert_close(matmul(a, b, config=SMALL_TILES), _expected(a.detach(), b), dtype=torch.float32)
+
+
+def test_numpy_group_size_and_config_values_are_accepted():
+    a, b = random_tensor((40, 20)), random_tensor((20, 36))
+    c = matmul(a, b, group_size_m=np.int64(3), config={name: np.int32(16) for name in SMALL_TILES})
     assert_close(c, _expected(a, b), dtype=torch.float32)
 
 
@@ -259,6 +275,19 @@ def test_grouping_svg_is_well_formed_and_shades_the_wave():
             "input_precision",
         ),
         (lambda: (random_tensor((4, 5)), random_tensor((5, 3))), {"config": {"BLOCK_K": 8}}, ValueError, "BLOCK_K"),
+        (
+            lambda: (random_tensor((4, 5)), random_tensor((5, 3))),
+            {"config": {"BLOCK_M": 48}},
+            ValueError,
+            r"config\['BLOCK_M'\] must be a power of two >= 16, got 48",
+        ),
+        (
+            lambda: (random_tensor((4, 5)), random_tensor((5, 3))),
+            {"config": {"BLOCK_X": 16}},
+            ValueError,
+            r"config has unknown keys \['BLOCK_X'\]",
+        ),
+        (lambda: (random_tensor((4, 5)), random_tensor((5, 3))), {"group_size_m": 2.0}, TypeError, "group_size_m"),
     ],
 )
 def test_bad_input_is_rejected(make, kwargs, error, message):
