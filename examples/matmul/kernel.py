@@ -35,7 +35,7 @@ from __future__ import annotations
 from academy import DEVICE, INTERPRETED
 from academy.grid import sm_count
 from academy.tma import TensorDescriptor, tma_available
-from academy.validation import check_disjoint, check_tensor
+from academy.validation import as_bool, check_config, check_disjoint, check_forward_only, check_no_overlap, check_tensor
 
 import torch
 import triton
@@ -545,6 +545,7 @@ def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
         raise ValueError(f"out must be {(a.shape[0], b.shape[1])}, got {tuple(out.shape)}")
     if out.dtype != a.dtype or out.device != a.device:
         raise ValueError(f"out must be {a.dtype} on {a.device}, got {out.dtype} on {out.device}")
+    check_no_overlap("out", out)
     check_disjoint("out", out, a=a, b=b)
 
 
@@ -745,10 +746,13 @@ def matmul(
     ``config`` overrides entries of the chosen path's config (the tuning
     sweep uses both). ``out``: an (M, N) tensor of ``a``'s dtype and device,
     any strides, sharing no memory with ``a`` or ``b``; a view writes that block of a
-    larger matrix (the low-bit chapter fills its output slab by slab). Forward
-    only: no autograd.
+    larger matrix (the low-bit chapter fills its output slab by slab), whose elements are
+    distinct (a stride-0 view is refused). Forward only: with autograd recording, an operand
+    that requires grad is refused (the result would carry no gradient).
     """
     _check_inputs(a, b, activation, path)
+    check_forward_only("matmul", a=a, b=b)
+    allow_tf32 = as_bool("allow_tf32", allow_tf32)
     if out is not None:
         _check_out(out, a, b)
     (M, K), N = a.shape, b.shape[1]
@@ -764,15 +768,16 @@ def matmul(
         path = choose_path(M, N, K, a, b, c)
     if path == "tma" and not _tma_fits(a, b, c):
         raise ValueError("path='tma' needs tensor descriptors (Hopper or the interpreter) and TMA-compatible strides")
-    if path == "gemv":
-        _launch_gemv(a, b, c, activation, gemv_config(M, N, K, b.stride(0) == 1 and b.stride(1) != 1, config))
+    if path == "gemv":  # every path takes "PDL", the op's documented switch, used only by split-K's kernels
+        overrides = check_config(config, {**GEMV_CONFIGS["row"], "PDL": False}, auto=("SPLIT_K",))
+        _launch_gemv(a, b, c, activation, gemv_config(M, N, K, b.stride(0) == 1 and b.stride(1) != 1, overrides))
     elif path == "split_k":
-        cfg = split_k_config(M, N, K, a.dtype, config)
-        _launch_split_k(a, b, c, activation, precision, cfg)
-    elif path == "tma":
-        _launch_tma(a, b, c, activation, precision, {**tile_config(M, N, K, a.dtype), **(config or {})})
+        overrides = check_config(config, SPLIT_K_CONFIGS["decode"], min_block=16, auto=("BLOCK_N", "SPLIT_K"))
+        _launch_split_k(a, b, c, activation, precision, split_k_config(M, N, K, a.dtype, overrides))
     else:
-        _launch_pointer(a, b, c, activation, precision, {**tile_config(M, N, K, a.dtype), **(config or {})})
+        known = {**TILE_CONFIGS["large"], "PDL": False}
+        cfg = {**tile_config(M, N, K, a.dtype), **check_config(config, known, min_block=16)}
+        (_launch_tma if path == "tma" else _launch_pointer)(a, b, c, activation, precision, cfg)
     return c
 
 

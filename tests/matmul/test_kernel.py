@@ -8,6 +8,7 @@ float64 reference with the dtype's tolerance (1e-2 for fp16/bf16).
 from academy import DEVICE, INTERPRETED
 from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
 
+import numpy as np
 import pytest
 import torch
 
@@ -102,6 +103,59 @@ def test_out_sharing_memory_with_an_operand_is_refused(operand):
     tall = random_tensor((64, 32), torch.float16)  # operand rows and output rows of one buffer: disjoint
     want = expected(tall[:32], b)
     assert_close(matmul(tall[:32], b, out=tall[32:]), want, dtype=torch.float16)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_out_whose_elements_overlap_is_refused(path):
+    """A stride-0 out would have each element written by several programs: garbage, silently (PyTorch
+    refuses such an out too)."""
+    a, b = random_tensor((8, 32), torch.float16), random_tensor((32, 24), torch.float16)
+    rows = torch.empty((1, 24), dtype=torch.float16, device=DEVICE).expand(8, 24)
+    with pytest.raises(ValueError, match="out has elements that share memory"):
+        matmul(a, b, path=path, out=rows)
+    columns = torch.empty((8, 1), dtype=torch.float16, device=DEVICE).expand(8, 24)
+    with pytest.raises(ValueError, match="out has elements that share memory"):
+        matmul(a, b, path=path, out=columns)
+
+
+@pytest.mark.parametrize(
+    "path, config, match",
+    [
+        ("pointer", {"BLOCK_M": 48}, r"config\['BLOCK_M'\] must be a power of two >= 16, got 48"),
+        ("tma", {"BLOCK_X": 16}, r"config has unknown keys \['BLOCK_X'\]"),
+        ("split_k", {"BLOCK_K": 8}, r"config\['BLOCK_K'\] must be a power of two >= 16"),
+        ("split_k", {"SPLIT_K": -1}, r"config\['SPLIT_K'\] must be a positive int"),
+        ("gemv", {"BLOCK_N": 24}, r"config\['BLOCK_N'\] must be a power of two >= 1"),
+        ("auto", {"num_warps": 3}, r"config\['num_warps'\] must be a power of two"),
+    ],
+)
+def test_bad_config_is_a_clear_error(path, config, match):
+    """Triton's own errors ("Shape element 0 must be a power of 2") named no config key, and unknown
+    keys were silently ignored."""
+    a, b = random_tensor((40, 256), torch.float16), random_tensor((256, 24), torch.float16)
+    with pytest.raises(ValueError, match=match):
+        matmul(a, b, path=path, config=config)
+
+
+def test_pdl_switch_is_accepted_on_every_path():
+    a, b = random_tensor((40, 32), torch.float16), random_tensor((32, 24), torch.float16)
+    assert_close(matmul(a, b, config={"PDL": False}), expected(a, b), dtype=torch.float16)
+
+
+def test_operands_that_require_grad_are_refused():
+    """matmul has no backward: its result would carry no gradient, and the graph would be cut silently."""
+    a, b = random_tensor((8, 16), requires_grad=True), random_tensor((16, 8))
+    with pytest.raises(ValueError, match="matmul is forward only .* a requires grad"):
+        matmul(a, b)
+    with torch.no_grad():
+        assert_close(matmul(a, b), expected(a.detach(), b), dtype=torch.float32)
+
+
+def test_numpy_allow_tf32_is_accepted():
+    a, b = random_tensor((8, 16)), random_tensor((16, 8))
+    assert_close(matmul(a, b, allow_tf32=np.bool_(False)), expected(a, b), dtype=torch.float32)
+    with pytest.raises(TypeError, match="allow_tf32 must be a bool, got str"):
+        matmul(a, b, allow_tf32="no")
 
 
 @pytest.mark.parametrize("layouts", [("row", "column"), ("column", "row"), ("column", "column")])
