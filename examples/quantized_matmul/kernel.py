@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from academy import DEVICE, INTERPRETED
 from academy.grid import sm_count
-from academy.validation import check_tensor
+from academy.validation import as_bool, as_int, check_config, check_forward_only, check_tensor
 
 import torch
 import triton
@@ -52,7 +52,7 @@ import triton.language as tl
 
 from examples.matmul.kernel import matmul
 from examples.quantized_matmul.split_k import k_slices, pick_split, slice_outputs, sum_slices
-from examples.quantized_matmul.swap_ab import swap_ab_config, swap_ab_matmul
+from examples.quantized_matmul.swap_ab import SWAP_AB_CONFIGS, swap_ab_config, swap_ab_matmul
 
 BITS = (4, 8)
 ACTIVATION_DTYPES = (torch.float16, torch.bfloat16)
@@ -99,23 +99,25 @@ class QuantizedWeight:
 # --8<-- [end:packed_weight]
 
 
-def _check_quantize_args(w, bits, group_size) -> int:
+def _check_quantize_args(w, bits, group_size) -> tuple[int, int]:
+    """Checks, and returns ``(bits, group)`` as Python ints, the group resolved (per channel: K)."""
     if not isinstance(w, torch.Tensor) or w.dtype not in WEIGHT_DTYPES:
         raise TypeError(
             f"w must be a float tensor of dtype {WEIGHT_DTYPES}, got {getattr(w, 'dtype', type(w).__name__)}"
         )
     if w.dim() != 2 or w.numel() == 0:
         raise ValueError(f"w must be a non-empty 2-D (N, K) weight, got shape {tuple(w.shape)}")
-    if isinstance(bits, bool) or bits not in BITS:
+    bits = as_int("bits", bits)  # 4.0 is refused: it is not a bit width
+    if bits not in BITS:
         raise ValueError(f"bits must be 4 or 8, got {bits!r}")
     N, K = w.shape
     eps = 32 // bits
+    if group_size is not None:
+        group_size = as_int("group_size", group_size)  # the message of a wrong type names None and -1 too
     if group_size is None or group_size == -1:
         if K % eps:
             raise ValueError(f"K = {K} must be a multiple of {eps} to pack {bits}-bit codes {eps} to an int32")
-        return K
-    if isinstance(group_size, bool) or not isinstance(group_size, int):
-        raise TypeError(f"group_size must be an int, None or -1, got {group_size!r}")
+        return bits, K
     if group_size < MIN_GROUP or group_size & (group_size - 1):
         raise ValueError(
             f"group_size must be a power of two >= {MIN_GROUP} (or None/-1 for per channel), got {group_size}"
@@ -125,7 +127,7 @@ def _check_quantize_args(w, bits, group_size) -> int:
             f"K = {K} is not a multiple of group_size = {group_size}: "
             f"pad the weight's K or pick a group size that divides it"
         )
-    return group_size
+    return bits, group_size
 
 
 # --8<-- [start:quantize]
@@ -148,7 +150,8 @@ def quantize(w: torch.Tensor, bits: int = 4, group_size: int | None = 128, symme
     Symmetric: ``s = max|w| / (2^(bits−1) − 1)`` and ``z = 2^(bits−1)`` fixed.
     Scales and zeros are stored in ``w``'s dtype. Runs on any device (plain PyTorch).
     """
-    group = _check_quantize_args(w, bits, group_size)
+    bits, group = _check_quantize_args(w, bits, group_size)
+    symmetric = as_bool("symmetric", symmetric)
     N, K = w.shape
     qmax = 2**bits - 1
     wg = w.double().reshape(N, K // group, group)  # float64: the only rounding is the one we choose
@@ -188,6 +191,7 @@ def unpack(data: torch.Tensor, bits: int) -> torch.Tensor:
 def dequantize(packed: QuantizedWeight) -> torch.Tensor:
     """``(q − z)·s`` as float32 (N, K): exact for fp16/bf16 scales ((q − z) has at most 9 significant bits,
     s 11 or 8); fp32 scales (from fp32 weights) round the product once, 2⁻²⁴ relative."""
+    _check_packed(packed)
     N, K = packed.shape
     q = unpack(packed.data, packed.bits).float().reshape(N, K // packed.group_size, packed.group_size)
     w = (q - packed.zeros.T.float()[..., None]) * packed.scales.T.float()[..., None]
@@ -378,7 +382,8 @@ def slab_config(N: int, K: int, element_size: int, packed: QuantizedWeight, over
     if INTERPRETED:
         cfg.update(BLOCK_N=16, BLOCK_K=32)
     cfg.update(overrides or {})
-    cfg["BLOCK_K"] = min(cfg["BLOCK_K"], packed.group_size)
+    if not packed.per_channel:  # one group per K step (both powers of two); per channel, any step is in group 0
+        cfg["BLOCK_K"] = min(cfg["BLOCK_K"], packed.group_size)
     if "COLUMNS" not in cfg:
         cfg["COLUMNS"] = max(256, cfg["BYTES"] // (K * element_size) // 256 * 256)
     cfg["COLUMNS"] = min(cfg["COLUMNS"], N)
@@ -407,10 +412,14 @@ def gemv_config(M: int, N: int, K: int, packed: QuantizedWeight, overrides: dict
 
 
 # --8<-- [start:launcher]
-def _check_inputs(x, packed, path) -> None:
-    check_tensor("x", x, ACTIVATION_DTYPES)
+def _check_packed(packed) -> None:
     if not isinstance(packed, QuantizedWeight):
         raise TypeError(f"packed must be a QuantizedWeight (from quantize), got {type(packed).__name__}")
+
+
+def _check_inputs(x, packed, path) -> None:
+    check_tensor("x", x, ACTIVATION_DTYPES)
+    _check_packed(packed)
     if x.dim() != 2:
         raise ValueError(f"x must be a 2-D (M, K) matrix, got shape {tuple(x.shape)}")
     N, K = packed.shape
@@ -488,6 +497,7 @@ def quantized_matmul(
     is larger.
     """
     _check_inputs(x, packed, path)
+    check_forward_only("quantized_matmul", x=x)
     x = x if x.stride(1) == 1 else x.contiguous()  # (1)!
     (M, K), N = x.shape, packed.shape[0]
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
@@ -495,11 +505,14 @@ def quantized_matmul(
         return out
     path = choose_path(M) if path == "auto" else path
     if path == "slab":
-        _matmul_by_slabs(x, packed, out, slab_config(N, K, x.element_size(), packed, config))
+        overrides = check_config(config, {**SLAB_CONFIG, "COLUMNS": 256})
+        _matmul_by_slabs(x, packed, out, slab_config(N, K, x.element_size(), packed, overrides))
     elif path == "dot":
-        swap_ab_matmul(x, packed, out, swap_ab_config(M, x.dtype, packed, config))  # (2)!
+        overrides = check_config(config, SWAP_AB_CONFIGS[2**31], min_block=16, auto=("SPLIT_K",))
+        swap_ab_matmul(x, packed, out, swap_ab_config(M, x.dtype, packed, overrides))  # (2)!
     else:
-        _gemv(x, packed, out, gemv_config(M, N, K, packed, config))
+        overrides = check_config(config, GEMV_CONFIGS[8], auto=("BLOCK_K", "SPLIT_K", "PROGRAMS_PER_SM", "num_warps"))
+        _gemv(x, packed, out, gemv_config(M, N, K, packed, overrides))
     return out
 
 

@@ -10,6 +10,7 @@ relative L2 bar of the dtype.
 from academy import DEVICE, INTERPRETED
 from academy.testing import assert_close, poison_allocations, random_tensor
 
+import numpy as np
 import pytest
 import torch
 
@@ -67,6 +68,17 @@ def test_per_channel_ragged_k(path):
     packed = quantize(random_tensor((24, 200)), 4, None)
     x = random_tensor((3, 200), torch.float16)
     check(quantized_matmul(x, packed, path=path), x, packed)
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+def test_slab_per_channel_with_k_shorter_than_a_step(bits, monkeypatch):
+    """Per channel with K = 24: the slab kernel's K step was min(step, K) = 24, not a power of two, and
+    Triton failed ("arange's range must be a power of 2"), reachable from path="auto" at M >= SLAB_MIN_M."""
+    packed = quantize(random_tensor((40, 24)), bits, None)
+    x = random_tensor((20, 24), torch.float16)
+    check(quantized_matmul(x, packed, path="slab"), x, packed)
+    monkeypatch.setattr(qm, "SLAB_MIN_M", 16)  # what "auto" does from 2048 rows, at 20
+    check(quantized_matmul(x, packed), x, packed)
 
 
 @pytest.mark.parametrize("bits", [4, 8])
@@ -312,11 +324,53 @@ def test_empty_m():
         (torch.ones(8, 64, dtype=torch.int32), {}, TypeError, "float"),
         (torch.ones(64), {}, ValueError, "2-D"),
         (torch.ones(8, 64), {"group_size": 32.0}, TypeError, "group_size"),
+        (torch.ones(8, 64), {"bits": 4.0}, TypeError, "bits must be an int, got float"),
+        (torch.ones(8, 64), {"bits": True}, TypeError, "bits must be an int, got bool"),
+        (torch.ones(8, 64), {"group_size": 32, "symmetric": "yes"}, TypeError, "symmetric must be a bool, got str"),
     ],
 )
 def test_bad_quantize_inputs(w, kwargs, error, match):
     with pytest.raises(error, match=match):
         quantize(w, **kwargs)
+
+
+def test_numpy_scalars_are_accepted_by_quantize():
+    """NumPy ints and bools are what they say (np.int64(4) is a bit width; 4.0 is not)."""
+    w = random_tensor((8, 64))
+    ours = quantize(w, np.int64(8), np.int32(32), np.bool_(True))
+    plain = quantize(w, 8, 32, True)
+    assert (ours.bits, ours.group_size) == (8, 32) and type(ours.bits) is int and type(ours.group_size) is int
+    assert torch.equal(ours.data, plain.data) and torch.equal(ours.scales, plain.scales)
+
+
+def test_dequantize_refuses_a_plain_tensor():
+    with pytest.raises(TypeError, match="packed must be a QuantizedWeight .*, got Tensor"):
+        dequantize(random_tensor((8, 64)))
+
+
+def test_activations_that_require_grad_are_refused():
+    """quantized_matmul has no backward: its result would carry no gradient, cutting the graph silently."""
+    packed = quantize(random_tensor((8, 64)), 4, 32)
+    x = random_tensor((2, 64), torch.float16, requires_grad=True)
+    with pytest.raises(ValueError, match="quantized_matmul is forward only .* x requires grad"):
+        quantized_matmul(x, packed)
+    with torch.no_grad():
+        check(quantized_matmul(x, packed), x.detach(), packed)
+
+
+@pytest.mark.parametrize(
+    "path, config, match",
+    [
+        ("gemv", {"BLOCK_N": 24}, r"config\['BLOCK_N'\] must be a power of two"),
+        ("dot", {"BLOCK_K": 8}, r"config\['BLOCK_K'\] must be a power of two >= 16"),
+        ("dot", {"BLOCK_X": 16}, r"config has unknown keys \['BLOCK_X'\]"),
+        ("slab", {"COLUMNS": 0}, r"config\['COLUMNS'\] must be a positive int"),
+    ],
+)
+def test_bad_config_is_a_clear_error(path, config, match):
+    packed = quantize(random_tensor((8, 64)), 4, 32)
+    with pytest.raises(ValueError, match=match):
+        quantized_matmul(random_tensor((20, 64), torch.float16), packed, path=path, config=config)
 
 
 def test_bad_matmul_inputs():
