@@ -14,8 +14,11 @@ No Triton here: the kernels live in ``kernel.py``; this file is the chunking dri
 
 from __future__ import annotations
 
+import numbers
+
 from academy.validation import check_tensor
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -25,6 +28,7 @@ from examples.cross_entropy.kernel import (
     check_options,
     count_valid,
     reduce_losses,
+    refuse_double_backward,
     scale_by_grad_output,
     transform_logits,
 )
@@ -98,6 +102,7 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
+        refuse_double_backward("fused_linear_cross_entropy")
         if ctx.used:
             raise RuntimeError("fused_linear_cross_entropy's backward scales saved gradients in place: it runs once")
         ctx.used = True
@@ -131,7 +136,7 @@ def fused_linear_cross_entropy(
     ``grad_output`` before ``d weight`` is summed). Differentiable in
     ``hidden`` and ``weight``; ``chunk`` overrides the tokens per chunk.
     """
-    check_options(ignore_index, reduction, label_smoothing, softcap, logit_scale)
+    options = check_options(ignore_index, reduction, label_smoothing, softcap, logit_scale)
     if reduction == "none":
         raise ValueError('fused_linear_cross_entropy supports reduction "mean" or "sum", not "none"')
     check_tensor("hidden", hidden, SUPPORTED_DTYPES)
@@ -147,13 +152,14 @@ def fused_linear_cross_entropy(
         raise ValueError(f"target must have shape ({hidden.shape[0]},), got {tuple(target.shape)}")
     if weight.shape[0] == 0 or hidden.shape[1] == 0:
         raise ValueError(f"empty vocabulary or hidden size: weight {tuple(weight.shape)}")
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
-        raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
+    if chunk is not None:
+        if isinstance(chunk, (bool, np.bool_)) or not isinstance(chunk, numbers.Integral) or chunk < 1:
+            raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
+        chunk = int(chunk)
     hidden, weight, target = hidden.contiguous(), weight.contiguous(), target.contiguous()  # indexed densely
-    options = (ignore_index, reduction, float(label_smoothing), softcap, logit_scale)
-    if hidden.shape[0] == 0:
-        loss = reduce_losses(hidden.new_zeros(0, dtype=torch.float32), count_valid(target, ignore_index), reduction)
-        return loss.to(hidden.dtype)
+    if hidden.shape[0] == 0:  # no tokens: PyTorch's values, and a backward that gives zero gradients
+        loss_rows = (hidden @ weight.T).float().sum(-1)
+        return reduce_losses(loss_rows, count_valid(target, options[0]), reduction).to(hidden.dtype)
     if (hidden.requires_grad or weight.requires_grad) and torch.is_grad_enabled():
         return _FusedLinearCrossEntropy.apply(hidden, weight, target, options, chunk)
     return _fused_forward(hidden, weight, target, options, False, False, chunk)[0]

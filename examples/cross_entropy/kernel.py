@@ -22,12 +22,14 @@ Run this file (``python -m examples.cross_entropy.kernel``) for a quick check.
 from __future__ import annotations
 
 import math
+import numbers
 
 import academy  # noqa: F401  (sets up the interpreter before triton is imported)
 from academy import INTERPRETED
 from academy.grid import sm_count
 from academy.validation import check_tensor
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 import triton
@@ -94,16 +96,63 @@ def _transform(x, softcap, logit_scale, HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl
 # --8<-- [end:helpers]
 
 
+# --8<-- [start:row_span]
+@triton.jit
+def row_span(row, n_cols, x_row_stride, VEC: tl.constexpr):
+    """Where a row's whole 16-byte vectors (``VEC`` values each) lie, counted in elements from the base.
+
+    Returns the row's first column, the first whole vector's offset (``aligned``), the ``head``
+    (the fewer than ``VEC`` columns before it) and the ``body`` (the columns of whole vectors
+    from ``aligned`` on, a multiple of ``VEC``). The columns after the body are the tail."""
+    start = row * x_row_stride
+    aligned = (start + VEC - 1) // VEC * VEC  # (1)!
+    head = tl.minimum(aligned - start, n_cols).to(tl.int32)
+    body = (n_cols - head) // VEC * VEC  # (2)!
+    return start, aligned, head, body
+
+
+@triton.jit
+def edge_columns(head, body, n_cols, VEC: tl.constexpr):
+    """The columns outside the body, as one small block: lanes [0, VEC) are the head's columns,
+    lanes [VEC, 2·VEC) the tail's; the mask keeps the ones that exist."""
+    lanes = tl.arange(0, 2 * VEC)
+    cols = tl.where(lanes < VEC, lanes, head + body + lanes - VEC)
+    in_head = lanes < VEC
+    return cols, (in_head & (lanes < head)) | (~in_head & (cols < n_cols))  # (3)!
+
+
+# --8<-- [end:row_span]
+
+
 # --8<-- [start:kernel]
 @triton.jit
-def fetch_row_start(row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V: tl.constexpr, KEEP: tl.constexpr):
-    """A row's target and first chunk. A row past the end (the last row's "next") fetches no logits."""
+def fetch_row_start(
+    row,
+    x_ptr,
+    target_ptr,
+    n_rows,
+    n_cols,
+    x_row_stride,
+    BLOCK_V: tl.constexpr,
+    VEC: tl.constexpr,
+    EDGES: tl.constexpr,
+    KEEP: tl.constexpr,
+):
+    """A row's target, the first chunk of its body and its edges (head and tail columns).
+    A row past the end (the last row's "next") fetches no logits."""
     lanes = tl.arange(0, BLOCK_V)
-    width = tl.where(row < n_rows, n_cols, 0)
+    valid = row < n_rows
     row = tl.minimum(row, n_rows - 1)  # a valid address for the target
-    return tl.load(target_ptr + row), tl.load(
-        x_ptr + row * x_row_stride + lanes, mask=lanes < width, other=0.0, eviction_policy=KEEP
-    )
+    start, aligned, head, body = row_span(row, n_cols, x_row_stride, VEC)
+    width = tl.where(valid, n_cols, 0)
+    head, body = tl.where(valid, head, 0), tl.where(valid, body, 0)
+    edge_cols, edge_mask = edge_columns(head, body, width, VEC)
+    x_first = tl.load(x_ptr + aligned + lanes, mask=lanes < body, other=0.0, eviction_policy=KEEP)
+    if EDGES:
+        x_edge = tl.load(x_ptr + start + edge_cols, mask=edge_mask, other=0.0)
+    else:  # every row starts and ends on a whole vector: no edges to read
+        x_edge = tl.zeros([2 * VEC], x_ptr.dtype.element_ty)
+    return tl.load(target_ptr + row), x_first, x_edge
 
 
 @triton.jit
@@ -111,7 +160,8 @@ def cross_entropy_row(
     row,
     y,
     x_first,
-    next_row,  # int64 rows; this row's target and first chunk, already fetched
+    x_edge,
+    next_row,  # int64 rows; this row's target, first chunk and edges, already fetched
     x_ptr,
     target_ptr,
     loss_ptr,
@@ -121,7 +171,7 @@ def cross_entropy_row(
     n_rows,
     n_cols,
     x_row_stride,
-    grad_row_stride,  # strides in elements
+    grad_shift,  # strides in elements; grad's row stride minus x's
     ignore_index,
     label_smoothing,
     softcap,
@@ -131,61 +181,70 @@ def cross_entropy_row(
     HAS_SMOOTHING: tl.constexpr,
     WRITE_GRAD: tl.constexpr,
     BLOCK_V: tl.constexpr,
+    VEC: tl.constexpr,
+    EDGES: tl.constexpr,
     PER_LANE: tl.constexpr,
     KEEP: tl.constexpr,
     STREAM: tl.constexpr,  # eviction hints ("" for none)
 ):
-    x_row = x_ptr + row * x_row_stride  # (1)!
-    grad_row = grad_ptr + row * grad_row_stride
+    start, aligned, head, body = row_span(row, n_cols, x_row_stride, VEC)  # (1)!
+    x_row = x_ptr + start  # column 0
+    x_body = x_ptr + aligned  # the body's first column: a whole 16-byte vector
+    grad_row = grad_ptr + start + row * grad_shift
+    grad_body = grad_ptr + aligned + row * grad_shift
     lanes = tl.arange(0, BLOCK_V)
-    full_end = n_cols // BLOCK_V * BLOCK_V  # the row's whole chunks end here; a partial one may follow
+    full_end = body // BLOCK_V * BLOCK_V  # the body's whole chunks end here; a partial one may follow
+    edge_cols, edge_mask = edge_columns(head, body, n_cols, VEC)
 
     if y == ignore_index:  # (2)!
-        y_next, x_first_next = fetch_row_start(next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V, KEEP)
+        y_next, x_first_next, x_edge_next = fetch_row_start(
+            next_row, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V, VEC, EDGES, KEEP
+        )
         tl.store(loss_ptr + row, 0.0)
         if WRITE_GRAD:
-            for start in range(0, n_cols, BLOCK_V):
-                cols = start + lanes
+            zeros = tl.zeros([BLOCK_V], tl.float32).to(grad_ptr.dtype.element_ty)
+            for chunk in range(0, body, BLOCK_V):
+                tl.store(grad_body + chunk + lanes, zeros, mask=chunk + lanes < body)
+            if EDGES:
                 tl.store(
-                    grad_row + cols, tl.zeros([BLOCK_V], tl.float32).to(grad_ptr.dtype.element_ty), mask=cols < n_cols
+                    grad_row + edge_cols, tl.zeros([2 * VEC], tl.float32).to(grad_ptr.dtype.element_ty), mask=edge_mask
                 )
     else:
-        # Sweep 1: online log-sum-exp (a running max and a running sum of exp).
+        # Sweep 1: online log-sum-exp (a running max and a running sum of exp) over the body.
         if PER_LANE:
             running_max = tl.full([BLOCK_V], -float("inf"), tl.float32)
         else:
             running_max = tl.full([], -float("inf"), tl.float32)
-        running_max2 = running_max * LOG2E
         running_sum = tl.zeros([BLOCK_V], tl.float32)
         sum_z = tl.zeros([BLOCK_V], tl.float32)  # Σ z_j, for label smoothing
         x_next = x_first
-        for start in range(0, n_cols, BLOCK_V):
-            cols = start + lanes
+        for chunk in range(0, body, BLOCK_V):
+            cols = chunk + lanes
             x = x_next
             x_next = tl.load(
-                x_row + BLOCK_V + cols,
-                mask=BLOCK_V + cols < n_cols,
+                x_body + BLOCK_V + cols,
+                mask=BLOCK_V + cols < body,
                 other=0.0,  # (3)!
                 eviction_policy=KEEP,
             )
             z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
-            if start < full_end:  # (4)!
+            if chunk < full_end:  # (4)!
                 if HAS_SMOOTHING:
                     sum_z += z
             else:
-                z = tl.where(cols < n_cols, z, -float("inf"))  # (5)!
+                z = tl.where(cols < body, z, -float("inf"))  # (5)!
                 if HAS_SMOOTHING:
-                    sum_z += tl.where(cols < n_cols, z, 0.0)
-            running_max, running_max2, running_sum = _online_lse_step(
-                z, running_max, running_max2, running_sum, PER_LANE
-            )
+                    sum_z += tl.where(cols < body, z, 0.0)
+            running_max, running_sum = _online_lse_step(z, running_max, running_sum, PER_LANE)
+        z_edge = _transform(x_edge.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
+        z_edge = tl.where(edge_mask, z_edge, -float("inf"))
         in_range = (y >= 0) & (y < n_cols)
         x_y = tl.load(x_row + tl.where(in_range, y, 0)).to(tl.float32)  # (6)!
-        if WRITE_GRAD:  # sweep 2 starts at the row's last chunk: that load flies while the loss is computed
-            last = (tl.cdiv(n_cols, BLOCK_V) - 1) * BLOCK_V
-            x_last = tl.load(x_row + last + lanes, mask=last + lanes < n_cols, other=0.0, eviction_policy=STREAM)
-        lse = _log_sum_exp(running_max, running_max2, running_sum, PER_LANE)  # (7)!
-        y_next, x_first_next = fetch_row_start(
+        if WRITE_GRAD:  # sweep 2 starts at the body's last chunk: that load flies while the loss is computed
+            last = tl.maximum(tl.cdiv(body, BLOCK_V) - 1, 0) * BLOCK_V
+            x_last = tl.load(x_body + last + lanes, mask=last + lanes < body, other=0.0, eviction_policy=STREAM)
+        lse = _log_sum_exp(running_max, running_sum, z_edge, PER_LANE, EDGES)  # (7)!
+        y_next, x_first_next, x_edge_next = fetch_row_start(
             next_row,
             x_ptr,
             target_ptr,
@@ -193,39 +252,48 @@ def cross_entropy_row(
             n_cols,
             x_row_stride,  # (8)!
             BLOCK_V,
+            VEC,
+            EDGES,
             KEEP,
         )
 
         z_y = tl.where(in_range, _transform(x_y, softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE), float("nan"))
         if HAS_SMOOTHING:
-            mean_z = tl.sum(sum_z, axis=0) / n_cols
+            sum_all = tl.sum(sum_z, axis=0)
+            if EDGES:
+                sum_all += tl.sum(tl.where(edge_mask, z_edge, 0.0), axis=0)
+            mean_z = sum_all / n_cols
             loss = lse - (1.0 - label_smoothing) * z_y - label_smoothing * mean_z  # (9)!
         else:
             loss = lse - z_y
         tl.store(loss_ptr + row, loss)
 
         if WRITE_GRAD:
-            # Sweep 2, backwards from the last chunk: the chunks sweep 1 read last are the likeliest in L2.
+            # Sweep 2: the edges (their values are still in registers), then the body backwards from its
+            # last chunk: the chunks sweep 1 read last are the likeliest in L2.
+            if EDGES:
+                dz_edge = _dlogits(z_edge, lse, log2_weight, smooth_weight, softcap, HAS_SOFTCAP, HAS_SMOOTHING)
+                tl.store(grad_row + edge_cols, dz_edge.to(grad_ptr.dtype.element_ty), mask=edge_mask)
             x_next = x_last
-            if full_end < n_cols:  # the partial chunk first, masked
+            if full_end < body:  # the partial chunk first, masked
                 cols = full_end + lanes
                 x = x_next
-                x_next = tl.load(x_row + cols - BLOCK_V, mask=cols >= BLOCK_V, other=0.0, eviction_policy=STREAM)
+                x_next = tl.load(x_body + cols - BLOCK_V, mask=cols >= BLOCK_V, other=0.0, eviction_policy=STREAM)
                 z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
                 dz = _dlogits(z, lse, log2_weight, smooth_weight, softcap, HAS_SOFTCAP, HAS_SMOOTHING)
-                tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), mask=cols < n_cols, eviction_policy=STREAM)
+                tl.store(grad_body + cols, dz.to(grad_ptr.dtype.element_ty), mask=cols < body, eviction_policy=STREAM)
             for i in range(0, full_end // BLOCK_V):  # then the whole chunks, unmasked
                 cols = full_end - (i + 1) * BLOCK_V + lanes
                 x = x_next
                 x_next = tl.load(
-                    x_row + cols - BLOCK_V,
+                    x_body + cols - BLOCK_V,
                     mask=cols >= BLOCK_V,
                     other=0.0,  # (10)!
                     eviction_policy=STREAM,
                 )
                 z = _transform(x.to(tl.float32), softcap, logit_scale, HAS_SOFTCAP, HAS_SCALE)
                 dz = _dlogits(z, lse, log2_weight, smooth_weight, softcap, HAS_SOFTCAP, HAS_SMOOTHING)  # (11)!
-                tl.store(grad_row + cols, dz.to(grad_ptr.dtype.element_ty), eviction_policy=STREAM)
+                tl.store(grad_body + cols, dz.to(grad_ptr.dtype.element_ty), eviction_policy=STREAM)
             _store_target_gradient(
                 grad_row,
                 y,
@@ -238,44 +306,45 @@ def cross_entropy_row(
                 softcap,
                 HAS_SOFTCAP,
             )
-    return y_next, x_first_next
+    return y_next, x_first_next, x_edge_next
 
 
 @triton.jit
-def _online_lse_step(z, running_max, running_max2, running_sum, PER_LANE: tl.constexpr):
+def _online_lse_step(z, running_max, running_sum, PER_LANE: tl.constexpr):
     """Fold one chunk of transformed logits into the running log-sum-exp (sweep 1's recurrence).
 
     ``running_max`` is one value per lane (``PER_LANE``: no reduction in the loop, but two exp per
-    value) or one for the row (a reduction per chunk, one exp per value). The sum is kept as
-    Σ 2^(z·log2e − m2), with m2 = ``running_max2``, the max times log2(e) rounded to fp32: each term
-    is then one fused multiply-add and one exp2, and :func:`_log_sum_exp` adds the rounding back."""
+    value) or one for the row (a reduction per chunk, one exp per value). Each term is
+    2^((z − m)·log2e): the subtraction comes first, so no exponent is ever above 0."""
     if PER_LANE:
         new_max = tl.maximum(running_max, z)
     else:
         new_max = tl.maximum(running_max, tl.max(z, axis=0))
-    new_max2 = new_max * LOG2E  # rounded once, and used as rounded by every term and rescale
-    safe_max2 = tl.where(new_max2 == -float("inf"), 0.0, new_max2)
+    safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
     running_sum = (
-        running_sum * tl.math.exp2(running_max2 - safe_max2)  # (13)!
-        + tl.math.exp2(tl.fma(z, LOG2E, -safe_max2))
+        running_sum * tl.math.exp2((running_max - safe_max) * LOG2E)  # (13)!
+        + tl.math.exp2((z - safe_max) * LOG2E)
     )
-    return new_max, new_max2, running_sum
+    return new_max, running_sum
 
 
 @triton.jit
-def _log_sum_exp(running_max, running_max2, running_sum, PER_LANE: tl.constexpr):
-    """lse from sweep 1's state: m + ln 2 · (log2 s − (m·log2e − m2)), where the residual m·log2e − m2
-    (exact, from a fused multiply-add) is what rounding m2 took away from every term."""
+def _log_sum_exp(running_max, running_sum, z_edge, PER_LANE: tl.constexpr, EDGES: tl.constexpr):
+    """lse = m + ln 2 · log2 s from sweep 1's state, with the row's edge values folded in last."""
     if PER_LANE:  # rescale each lane's sum to the row's maximum
         row_max = tl.max(running_max, axis=0)
-        row_max2 = tl.max(running_max2, axis=0)  # rounding is monotonic: the max of the rounded values
-        total = tl.sum(running_sum * tl.math.exp2(running_max2 - row_max2), axis=0)
+        safe_max = tl.where(row_max == -float("inf"), 0.0, row_max)
+        total = tl.sum(running_sum * tl.math.exp2((running_max - safe_max) * LOG2E), axis=0)
     else:
         row_max = running_max
-        row_max2 = running_max2
         total = tl.sum(running_sum, axis=0)
-    residual = tl.where(row_max == -float("inf"), 0.0, tl.fma(row_max, LOG2E, -row_max2))
-    return row_max + LN2 * (tl.log2(total) - residual)
+    if EDGES:
+        new_max = tl.maximum(row_max, tl.max(z_edge, axis=0))
+        safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)
+        edge_sum = tl.sum(tl.math.exp2((z_edge - safe_max) * LOG2E), axis=0)
+        total = total * tl.math.exp2((row_max - safe_max) * LOG2E) + edge_sum
+        row_max = new_max
+    return row_max + LN2 * tl.log2(total)
 
 
 @triton.jit
@@ -333,7 +402,7 @@ def cross_entropy_kernel(
     n_rows,
     n_cols,
     x_row_stride,
-    grad_row_stride,
+    grad_shift,
     ignore_index,
     label_smoothing,
     softcap,
@@ -344,6 +413,8 @@ def cross_entropy_kernel(
     WRITE_GRAD: tl.constexpr,
     MEAN: tl.constexpr,
     BLOCK_V: tl.constexpr,
+    VEC: tl.constexpr,  # values in 16 bytes
+    EDGES: tl.constexpr,  # some row starts or ends inside a 16-byte vector
     PER_LANE: tl.constexpr,
     KEEP: tl.constexpr,
     STREAM: tl.constexpr,
@@ -358,13 +429,16 @@ def cross_entropy_kernel(
         HAS_SCALE,
         MEAN,
     )
-    y, x_first = fetch_row_start(first, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V, KEEP)
+    y, x_first, x_edge = fetch_row_start(
+        first, x_ptr, target_ptr, n_rows, n_cols, x_row_stride, BLOCK_V, VEC, EDGES, KEEP
+    )
     step = tl.num_programs(0) if PERSISTENT else n_rows  # one program per row: nothing to fetch ahead
     for row in range(first, n_rows, step):
-        y, x_first = cross_entropy_row(
+        y, x_first, x_edge = cross_entropy_row(
             row,
             y,
             x_first,
+            x_edge,
             tl.minimum(row + step, n_rows),
             x_ptr,
             target_ptr,
@@ -375,7 +449,7 @@ def cross_entropy_kernel(
             n_rows,
             n_cols,
             x_row_stride,
-            grad_row_stride,
+            grad_shift,
             ignore_index,
             label_smoothing,
             softcap,
@@ -385,6 +459,8 @@ def cross_entropy_kernel(
             HAS_SMOOTHING,
             WRITE_GRAD,
             BLOCK_V,
+            VEC,
+            EDGES,
             PER_LANE,
             KEEP,
             STREAM,
@@ -669,22 +745,32 @@ def _split_grid(args: tuple, meta: dict, n_rows: int, n_chunks: int, programs_pe
 
 # --8<-- [start:launcher]
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+MAX_VOCABULARY = 2**31 - 2**16
+"""Column offsets are int32: a chunk's prefetch looks up to two chunks past the row's last column."""
 
 
-def check_options(ignore_index, reduction, label_smoothing, softcap, logit_scale) -> None:
-    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+def check_options(ignore_index, reduction, label_smoothing, softcap, logit_scale) -> tuple:
+    """Validate the options; returns them as Python numbers (NumPy scalars are accepted and converted)."""
+    if isinstance(ignore_index, (bool, np.bool_)) or not isinstance(ignore_index, numbers.Integral):
         raise TypeError(f"ignore_index must be an int, got {type(ignore_index).__name__}")
-    if reduction not in REDUCTIONS:
+    if not isinstance(reduction, str) or reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
-    if not isinstance(label_smoothing, (int, float)) or not 0.0 <= label_smoothing <= 1.0:
+    if (
+        isinstance(label_smoothing, (bool, np.bool_))
+        or not isinstance(label_smoothing, numbers.Real)
+        or not 0.0 <= label_smoothing <= 1.0
+    ):
         raise ValueError(f"label_smoothing must be a number in [0, 1], got {label_smoothing!r}")
+    transforms = []
     for name, value in (("softcap", softcap), ("logit_scale", logit_scale)):
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name} must be a Python number or None, got {type(value).__name__}")
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be positive and finite, got {value}")
+        if value is not None:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                raise TypeError(f"{name} must be a Python number or None, got {type(value).__name__}")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be positive and finite, got {value}")
+            value = float(value)
+        transforms.append(value)
+    return (int(ignore_index), reduction, float(label_smoothing), *transforms)
 
 
 def check_inputs(logits: torch.Tensor, target: torch.Tensor) -> None:
@@ -698,8 +784,18 @@ def check_inputs(logits: torch.Tensor, target: torch.Tensor) -> None:
         raise ValueError(f"devices differ: logits on {logits.device}, target on {target.device}")
     if logits.shape[-1] == 0:
         raise ValueError("logits has an empty vocabulary dimension")
-    if target.numel() > 2**31 - 1 or logits.shape[-1] > 2**31 - 1:  # (1)!
-        raise ValueError(f"logits of shape {tuple(logits.shape)}: at most 2**31 - 1 tokens and vocabulary entries")
+    if target.numel() > 2**31 - 1 or logits.shape[-1] > MAX_VOCABULARY:  # (1)!
+        raise ValueError(
+            f"logits of shape {tuple(logits.shape)}: at most 2**31 - 1 tokens and 2**31 - 2**16 vocabulary entries"
+        )
+
+
+def row_layout(logits: torch.Tensor) -> dict[str, int | bool]:
+    """The kernel's view of the rows' alignment: ``VEC`` values fill 16 bytes, and ``EDGES`` compiles in the
+    head and tail columns, needed unless every row starts and ends on a whole vector (the width and the
+    row stride multiples of ``VEC``)."""
+    vec = 16 // logits.element_size()
+    return {"VEC": vec, "EDGES": logits.shape[1] % vec != 0 or (logits.shape[0] > 1 and logits.stride(0) % vec != 0)}
 
 
 def _forward(
@@ -742,9 +838,10 @@ def _forward(
         n_rows,
         n_cols,
         logits.stride(0),
-        grad.stride(0) if write_grad else 0,
+        grad.stride(0) - logits.stride(0) if write_grad else 0,
         *options,
         WRITE_GRAD=write_grad,
+        **row_layout(logits),
         PERSISTENT=programs_per_sm > 0,
         **flags,
         **config,
@@ -834,14 +931,48 @@ def scale_by_grad_output(g: torch.Tensor, grad_output: torch.Tensor) -> None:
 # --8<-- [end:launcher]
 
 
+def gradient_buffer(logits: torch.Tensor) -> torch.Tensor:
+    """An empty ``(T, V)`` gradient whose rows start where the logits' rows do, modulo 16 elements.
+
+    The kernel finds each row's whole 16-byte vectors from the logits' row offset and writes the
+    gradient at the same columns; the compiler can vectorise both only if the two row strides differ
+    by a multiple of 16 elements. Contiguous logits get a contiguous buffer; a row-strided view (the
+    first V columns of padded logits) gets rows padded by fewer than 16 elements."""
+    n_rows, n_cols = logits.shape
+    pad = (logits.stride(0) - n_cols) % 16 if n_rows > 1 else 0
+    grad = torch.empty((n_rows, n_cols + pad), dtype=logits.dtype, device=logits.device)
+    return grad[:, :n_cols] if pad else grad
+
+
+def refuse_double_backward(op: str) -> None:
+    """A backward called with ``create_graph=True`` (a gradient penalty, a Hessian-vector product) must
+    return a gradient that is itself differentiable. These ops compute their gradient with a kernel,
+    in the forward: it has no derivative, so refuse rather than let the second derivative lose terms."""
+    if torch.is_grad_enabled():
+        raise RuntimeError(
+            f"{op} has no second derivative: its gradient comes from a kernel, not from differentiable "
+            "operations, so backward(create_graph=True) is refused (use torch.nn.functional.cross_entropy "
+            "for a gradient penalty)"
+        )
+
+
+def check_writable_in_place(logits: torch.Tensor) -> None:
+    """``grad_in_logits=True`` writes one gradient value over each logit: every element must have its own memory."""
+    rows_apart = (
+        logits.dim() == 2 and logits.stride(1) == 1 and (logits.shape[0] <= 1 or logits.stride(0) >= logits.shape[1])
+    )
+    if not (logits.is_contiguous() or rows_apart):
+        raise ValueError(
+            "grad_in_logits=True needs contiguous logits (or 2-D with unit column stride and rows that do not "
+            f"overlap), got shape {tuple(logits.shape)} and strides {logits.stride()}: they are overwritten in place"
+        )
+
+
 # --8<-- [start:autograd]
 class _CrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, target, ignore_index, reduction, label_smoothing, softcap, logit_scale, grad_in_logits):
-        if grad_in_logits:
-            grad = logits  # (1)!
-        else:
-            grad = torch.empty((logits.shape[0], logits.shape[1]), dtype=logits.dtype, device=logits.device)
+        grad = logits if grad_in_logits else gradient_buffer(logits)  # (1)!
         n_valid = count_valid(target, ignore_index)
         loss_rows = _forward(
             logits, target, ignore_index, reduction, label_smoothing, softcap, logit_scale, grad, n_valid
@@ -853,6 +984,7 @@ class _CrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
+        refuse_double_backward("cross_entropy")
         if ctx.used:  # (2)!
             raise RuntimeError("cross_entropy's backward scales its saved gradient in place: it can run only once")
         ctx.used = True
@@ -882,21 +1014,18 @@ def cross_entropy(
     become ``logits.grad``'s storage. Off by default. Targets outside
     ``[0, V)`` other than ``ignore_index`` give a NaN loss (no host sync checks them).
     """
-    check_options(ignore_index, reduction, label_smoothing, softcap, logit_scale)
+    args = check_options(ignore_index, reduction, label_smoothing, softcap, logit_scale)
+    ignore_index = args[0]
     check_inputs(logits, target)
-    if grad_in_logits and not (logits.is_contiguous() or (logits.dim() == 2 and logits.stride(1) == 1)):
-        raise ValueError(
-            "grad_in_logits=True needs contiguous logits (or 2-D with unit column stride): "
-            "they are overwritten in place"
-        )
+    if grad_in_logits:
+        check_writable_in_place(logits)
     out_shape = target.shape
     logits, target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1).contiguous()  # (B, S, V) -> (B·S, V)
     if logits.stride(1) != 1:
         logits = logits.contiguous()
-    if logits.shape[0] == 0:
-        loss = reduce_losses(logits.new_zeros(0, dtype=torch.float32), count_valid(target, ignore_index), reduction)
+    if logits.shape[0] == 0:  # no tokens: PyTorch's values (NaN for the mean), and a backward that gives zeros
+        loss = reduce_losses(logits.float().sum(-1), count_valid(target, ignore_index), reduction)
         return loss.reshape(out_shape if reduction == "none" else ()).to(logits.dtype)
-    args = (ignore_index, reduction, float(label_smoothing), softcap, logit_scale)
     if logits.requires_grad and torch.is_grad_enabled():
         loss = _CrossEntropy.apply(logits, target, *args, grad_in_logits)
     else:
@@ -926,8 +1055,9 @@ class _CrossEntropyGradInBackward(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
+        refuse_double_backward("cross_entropy_grad_in_backward")
         logits, target, n_valid = ctx.saved_tensors
-        grad = torch.empty_like(logits)
+        grad = gradient_buffer(logits)
         _forward(logits, target, -100, "mean", 0.0, None, None, grad, n_valid)
         scale_by_grad_output(grad, grad_output)
         return grad, None

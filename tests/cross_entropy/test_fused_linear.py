@@ -9,6 +9,7 @@ import math
 from academy import DEVICE, INTERPRETED
 from academy.testing import assert_close, poison_allocations, random_tensor
 
+import numpy as np
 import pytest
 import torch
 
@@ -35,7 +36,7 @@ def run(op, hidden, weight, target, grad_output, **options):
     h = hidden.detach().clone().requires_grad_()
     w = weight.detach().clone().requires_grad_()
     loss = op(h, w, target, **options)
-    loss.backward(grad_output)
+    loss.backward(grad_output if grad_output is not None else torch.ones_like(loss))
     return loss.detach(), h.grad, w.grad
 
 
@@ -129,3 +130,46 @@ def test_peak_memory_is_a_fraction_of_the_unfused_pair():
         peaks[name] = torch.cuda.max_memory_allocated() - before
     # unfused: logits + gradient (2·T·V·2 bytes) then d weight; fused: d weight + d hidden + one chunk
     assert peaks["fused"] * 2 < peaks["unfused"], peaks
+
+
+# --- Issue 30: extreme scales, no tokens, second derivatives, NumPy arguments ---
+
+
+def test_huge_logit_scale_gives_finite_loss_and_gradients():
+    """logit_scale pushes the logits past 1e9, where rounding max·log2(e) once made the loss ±inf or NaN."""
+    hidden, weight, target = make_case(n_rows=40, n_cols=90)
+    go = torch.tensor(1.0)
+    loss, dh, dw = run(fused_linear_cross_entropy, hidden, weight, target, go, chunk=16, logit_scale=1e9)
+    loss_ref, dh_ref, dw_ref = run(reference, hidden.double(), weight.double(), target, go.double(), logit_scale=1e9)
+    assert torch.isfinite(loss) and torch.isfinite(dh).all() and torch.isfinite(dw).all()
+    assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
+    assert_close(dh, dh_ref, dtype=torch.float32, name="d hidden")
+    assert_close(dw, dw_ref, dtype=torch.float32, name="d weight")
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_no_tokens_backward_gives_zero_gradients(reduction):
+    hidden, weight, target = make_case(n_rows=0)
+    loss, dh, dw = run(fused_linear_cross_entropy, hidden, weight, target, None, reduction=reduction)
+    loss_ref = torch.nn.functional.cross_entropy(hidden @ weight.T, target, reduction=reduction)
+    torch.testing.assert_close(loss, loss_ref, equal_nan=True)
+    assert dh.shape == hidden.shape and torch.equal(dw, torch.zeros_like(weight))
+
+
+def test_second_derivatives_are_refused():
+    hidden, weight, target = make_case(n_rows=20, n_cols=50)
+    h = hidden.clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="second derivative"):
+        torch.autograd.grad(fused_linear_cross_entropy(h, weight, target), h, create_graph=True)
+
+
+def test_numpy_arguments_are_accepted():
+    hidden, weight, target = make_case(n_rows=50, n_cols=70)
+    go = torch.tensor(1.0)
+    options = dict(ignore_index=np.int32(-100), label_smoothing=np.float32(0.25), logit_scale=np.float64(1.5))
+    loss, dh, dw = run(fused_linear_cross_entropy, hidden, weight, target, go, chunk=np.int64(16), **options)
+    options = {k: v.item() for k, v in options.items()}
+    loss_ref, dh_ref, dw_ref = run(reference, hidden.double(), weight.double(), target, go.double(), **options)
+    assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
+    assert_close(dh, dh_ref, dtype=torch.float32, name="d hidden")
+    assert_close(dw, dw_ref, dtype=torch.float32, name="d weight")

@@ -11,6 +11,7 @@ import math
 from academy import DEVICE, INTERPRETED
 from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
 
+import numpy as np
 import pytest
 import torch
 
@@ -342,3 +343,202 @@ def test_target_in_every_kind_of_chunk(grad_in_logits, monkeypatch):
         logits, target, grad_in_logits=grad_in_logits, label_smoothing=0.1, softcap=4.0, logit_scale=0.7
     )
     check_loss_and_gradient(logits[:, :768], torch.where(target < 768, target, 3), grad_in_logits=grad_in_logits)
+
+
+# --- Odd vocabularies: rows whose start is not a multiple of 16 bytes (issue 25) ---
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+@pytest.mark.parametrize("n_cols", [1, 3, 7, 9, 17, 250, 1001])
+def test_odd_vocabularies_every_row_alignment(n_cols, dtype, monkeypatch):
+    """Each row is split into a head (before its first whole 16-byte vector), a body of whole vectors
+    and a tail: 9 rows of an odd width start at every offset modulo the vector, widths below one
+    vector have no body at all, and 64-column chunks make the body several chunks and a partial one."""
+    monkeypatch.setattr(ce_module, "MAX_BLOCK_V", 64)
+    logits, target = make_case(9, n_cols, dtype, n_ignored=1)
+    target[0] = n_cols - 1  # the last column: in the tail when there is one
+    options = dict(label_smoothing=0.1, softcap=4.0)
+    go = random_tensor(9)
+    loss_ref, grad_ref = expected(logits, target, grad_output=go, reduction="none", **options)
+    loss, grad = ours(logits, target, grad_output=go, reduction="none", **options)
+    assert_close(loss, loss_ref, dtype=dtype, name="loss")
+    _, torch_grad = expected(logits.float(), target, grad_output=go, reduction="none", **options)
+    assert_close(grad, grad_ref, dtype=dtype, baseline=torch_grad.to(dtype), name="dlogits")
+
+
+@pytest.mark.parametrize("grad_in_logits", [False, True], ids=["new-gradient", "in-place"])
+def test_row_strided_logits_with_an_odd_stride(grad_in_logits, monkeypatch):
+    """The first V columns of a wider buffer (a padded vocabulary): x's rows and the gradient's rows
+    start at different offsets; the gradient buffer is padded so that both agree modulo 16 elements."""
+    monkeypatch.setattr(ce_module, "MAX_BLOCK_V", 64)
+    wide = random_tensor((6, 307), scale=2.0)
+    logits = wide[:, 2:301]  # row stride 307, 299 columns, starting 2 elements in
+    target = torch.randint(0, 299, (6,), device=DEVICE)
+    check_loss_and_gradient(logits, target, grad_in_logits=grad_in_logits, label_smoothing=0.05)
+    grad = ce_module.gradient_buffer(logits)
+    assert grad.shape == logits.shape and (grad.stride(0) - logits.stride(0)) % 16 == 0
+    assert ce_module.gradient_buffer(wide).is_contiguous()
+
+
+def _spy_on_kernel(monkeypatch) -> list[dict]:
+    """The meta-parameters and layout arguments of every two-sweep launch."""
+    calls, kernel = [], ce_module.cross_entropy_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*args, **meta):
+                calls.append(dict(meta, grid=grid, x_row_stride=args[7], grad_shift=args[8]))
+                return kernel[grid](*args, **meta)
+
+            return launch
+
+    monkeypatch.setattr(ce_module, "cross_entropy_kernel", Spy())
+    return calls
+
+
+ROUND_VOCABULARY = {32001: 32000, 32064: 32000, 50257: 50304, 50264: 50304, 151936: 128256, 128256: 128256}
+
+
+@pytest.mark.parametrize("odd, round_", list(ROUND_VOCABULARY.items()))
+@pytest.mark.parametrize("write_grad", [True, False], ids=["fwd+bwd", "fwd"])
+def test_dispatch_ignores_alignment(odd, round_, write_grad):
+    """No shape class of its own for an odd vocabulary: every real vocabulary above one chunk gets the
+    chunk and warps of the round one next to it (rows that are not 16-byte aligned take the same
+    kernel, which finds each row's aligned body itself)."""
+    assert ce_module.launch_config(odd, write_grad) == ce_module.launch_config(round_, write_grad)
+    config = ce_module.launch_config(odd, write_grad)
+    assert config["BLOCK_V"] == ce_module.MAX_BLOCK_V // (1 if write_grad else ce_module.FORWARD_ONLY_SHRINK)
+
+
+@pytest.mark.parametrize("dtype, vec", [(torch.float32, 4), (torch.float16, 8)], ids=["fp32", "fp16"])
+def test_launch_passes_vector_width_and_gradient_layout(dtype, vec, monkeypatch):
+    """VEC is the values in 16 bytes; the gradient's rows sit exactly where the logits' rows do
+    (grad_shift 0, a multiple of 16 that Triton specialises on) for contiguous logits; the head and
+    tail code (EDGES) is compiled in only where some row starts or ends inside a vector."""
+    calls = _spy_on_kernel(monkeypatch)
+    for n_cols, edges in ((45, True), (48, False)):
+        logits, target = make_case(3, n_cols, dtype)
+        ours(logits, target)
+        with torch.no_grad():
+            cross_entropy(logits, target)
+        with torch.no_grad():  # aligned width, odd row stride: the rows' starts move
+            cross_entropy(random_tensor((3, n_cols + 1), dtype)[:, :n_cols], target)
+        seen = [(c["VEC"], c["EDGES"], c["grad_shift"], c["x_row_stride"]) for c in calls]
+        assert seen == [(vec, edges, 0, n_cols)] * 2 + [(vec, True, 0, n_cols + 1)]
+        calls.clear()
+
+
+# --- Issue 30: extreme values, degenerate batches, second derivatives, NumPy arguments ---
+
+
+@pytest.mark.parametrize("magnitude, options", [(1e10, {}), (4.0, dict(logit_scale=1e9)), (3e9, dict(softcap=5e9))])
+def test_huge_finite_logits_give_finite_losses(magnitude, options):
+    """|z| past ~1.5e9: rounding the max times log2(e) to fp32 moved every exponent by up to half its
+    ulp (hundreds), and 2^that overflowed or flushed to 0: ±inf losses, NaN gradients. The kernel now
+    subtracts the max before it multiplies by log2(e)."""
+    logits, target = make_case(4, 50, n_ignored=0, scale=magnitude)
+    loss, grad = ours(logits, target, grad_output=random_tensor(4), reduction="none", **options)
+    assert torch.isfinite(loss).all() and torch.isfinite(grad).all()
+    go = random_tensor(4)
+    loss, grad = ours(logits, target, grad_output=go, reduction="none", **options)
+    loss_ref, grad_ref = expected(logits, target, grad_output=go, reduction="none", **options)
+    assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
+    assert_close(grad, grad_ref, dtype=torch.float32, name="dlogits")
+
+
+def test_infinite_and_masked_logits_like_pytorch():
+    """-inf logits (masked words) get probability 0; a target at -inf gives +inf; a row that is all -inf
+    or holds +inf gives NaN: PyTorch's values, rows kept apart by reduction="none"."""
+    logits, target = make_case(5, 40, n_ignored=0)
+    logits[0, ::3] = -math.inf
+    target[0] = 1  # a finite column of row 0
+    logits[1, target[1]] = -math.inf
+    logits[2] = -math.inf
+    logits[3, 7] = math.inf
+    for options in ({}, dict(label_smoothing=0.1), dict(softcap=3.0)):
+        loss, grad = ours(logits, target, grad_output=torch.ones(5), reduction="none", **options)
+        loss_ref, grad_ref = expected(logits, target, grad_output=torch.ones(5), reduction="none", **options)
+        torch.testing.assert_close(loss.double(), loss_ref, equal_nan=True, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(grad.double(), grad_ref, equal_nan=True, rtol=1e-5, atol=1e-6)
+
+
+def test_grad_in_logits_refuses_logits_that_share_memory():
+    """Expanded logits (stride 0) or overlapping rows would get several gradient values written over one
+    logit, and read a logit another row already overwrote: refused, not silently wrong."""
+    row = random_tensor((1, 30))
+    target = torch.randint(0, 30, (4,), device=DEVICE)
+    for logits in (row.expand(4, 30), torch.as_strided(random_tensor(200), (4, 30), (10, 1))):
+        with pytest.raises(ValueError, match="overlap"):
+            cross_entropy(logits, target, grad_in_logits=True)
+    expanded3 = random_tensor((1, 1, 30)).expand(2, 2, 30)
+    with pytest.raises(ValueError, match="overlap"):
+        cross_entropy(expanded3, target.view(2, 2), grad_in_logits=True)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_no_tokens_backward_gives_a_zero_gradient(reduction):
+    """No tokens at all: PyTorch's loss (NaN for the mean, 0 for the sum, an empty vector), and a loss
+    that stays in the graph, so backward() gives the empty gradient instead of raising."""
+    for shape in ((0, 10), (2, 0, 10)):
+        x = random_tensor(shape, requires_grad=True)
+        target = torch.zeros(shape[:-1], dtype=torch.int64, device=DEVICE)
+        loss = cross_entropy(x, target, reduction=reduction)
+        loss_ref = torch.nn.functional.cross_entropy(
+            x.detach().reshape(-1, 10), target.reshape(-1), reduction=reduction
+        ).reshape(loss.shape)
+        torch.testing.assert_close(loss, loss_ref, equal_nan=True)
+        loss.sum().backward()
+        assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_second_derivatives_are_refused():
+    """The gradient is computed in the forward by a kernel, not by differentiable operations: a double
+    backward (a gradient penalty) through it must raise, not return zeros for the missing term."""
+    logits, target = make_case(3, 40)
+    x = logits.clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="second derivative"):
+        torch.autograd.grad(cross_entropy(x, target), x, create_graph=True)
+    x = logits.clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="second derivative"):
+        torch.autograd.grad(ce_module.cross_entropy_grad_in_backward(x, target.clamp(min=0)), x, create_graph=True)
+    x = logits.clone().requires_grad_()
+    (g,) = torch.autograd.grad(cross_entropy(x, target), x)  # a first derivative alone is fine
+    assert g.shape == x.shape
+
+
+def test_numpy_scalars_are_accepted():
+    logits, target = make_case(4, 60)
+    np_options = dict(ignore_index=np.int64(-100), label_smoothing=np.float32(0.1))
+    np_options.update(softcap=np.float64(6.0), logit_scale=np.float32(0.5))
+    options = {k: v.item() for k, v in np_options.items()}
+    loss, grad = ours(logits, target, **np_options)
+    loss_ref, grad_ref = expected(logits, target, **options)
+    assert_close(loss, loss_ref, dtype=torch.float32, name="loss")
+    assert_close(grad, grad_ref, dtype=torch.float32, name="dlogits")
+    x = logits.clone().requires_grad_()
+    cross_entropy(x, target, grad_in_logits=np.bool_(True)).backward()
+    with pytest.raises(TypeError, match="ignore_index"):
+        cross_entropy(logits, target, ignore_index=np.float64(-100))
+    with pytest.raises(TypeError, match="ignore_index"):
+        cross_entropy(logits, target, ignore_index=np.bool_(True))
+
+
+@pytest.mark.skipif(INTERPRETED, reason="bf16 arithmetic is wrong in the interpreter; GPU-size rows")
+@pytest.mark.parametrize("n_cols", [32001, 50257, 50264, 151936])
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "padded-vocabulary-view"])
+def test_odd_vocabularies_bf16_on_gpu(n_cols, strided):
+    """Real odd vocabularies, rows several chunks wide, every row alignment, in bf16 on the GPU (where
+    the compiled loads are 16-byte vectors and a wrong alignment would be a wrong value, not a slow one)."""
+    options = dict(label_smoothing=0.1, softcap=30.0)
+    if strided:
+        wide = random_tensor((40, n_cols + 47), torch.bfloat16, scale=3.0)
+        logits = wide[:, 3 : 3 + n_cols]
+    else:
+        logits = random_tensor((40, n_cols), torch.bfloat16, scale=3.0)
+    target = torch.randint(0, n_cols, (40,), device=DEVICE)
+    target[7] = -100
+    target[8] = n_cols - 1
+    loss, grad = ours(logits, target, torch.tensor(1.0, device=DEVICE), **options)
+    loss_ref, grad_ref = expected(logits, target, **options)
+    assert_close(loss, loss_ref, dtype=torch.bfloat16, name="loss")
+    assert_close(grad, grad_ref, dtype=torch.bfloat16, name="dlogits")
