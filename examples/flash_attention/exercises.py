@@ -24,7 +24,7 @@ from examples.flash_attention.kernel import _check_inputs, flash_forward
 # --8<-- [start:attention_with_lse]
 def attention_with_lse(q, k, v, causal: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, lse) with lse = log Σⱼ exp(q·kⱼ·scale) per row (natural log), −inf where a row sees no key."""
-    _check_inputs(q, k, v, causal, None)
+    causal, _ = _check_inputs(q, k, v, causal, None)
     o, lse2 = flash_forward(q.contiguous(), k.contiguous(), v.contiguous(), causal, 1.0 / math.sqrt(q.shape[-1]))
     lse = lse2 * math.log(2)  # log x = log2 x · ln 2
     return o, torch.where(torch.isinf(lse2), -math.inf, lse)  # the kernel stores +inf for "no key"

@@ -55,7 +55,7 @@ import math
 
 from academy import DEVICE, INTERPRETED
 from academy.tma import TensorDescriptor, tma_available
-from academy.validation import check_tensor
+from academy.validation import as_bool, as_real, check_tensor, once_differentiable
 
 import torch
 import triton
@@ -726,7 +726,8 @@ def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
 
 
 # --8<-- [start:launcher]
-def _check_inputs(q, k, v, causal, sm_scale) -> None:
+def _check_inputs(q, k, v, causal, sm_scale) -> tuple[bool, float | None]:
+    """Checks, and returns ``causal`` and ``sm_scale`` as a Python bool and float (NumPy scalars welcome)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(name, t, SUPPORTED_DTYPES)
         if t.dim() != 4:
@@ -748,15 +749,10 @@ def _check_inputs(q, k, v, causal, sm_scale) -> None:
         raise ValueError("k and v hold no keys (S_k = 0): attention over nothing is undefined")
     if B * H > MAX_GRID_Y:
         raise ValueError(f"batch × heads = {B * H} exceeds {MAX_GRID_Y}, the grid's second dimension")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    if sm_scale is not None and (
-        isinstance(sm_scale, bool)
-        or not isinstance(sm_scale, (int, float))
-        or not math.isfinite(sm_scale)
-        or sm_scale <= 0
-    ):
+    causal = as_bool("causal", causal)
+    if sm_scale is not None and not (math.isfinite(scale := as_real("sm_scale", sm_scale)) and scale > 0):
         raise ValueError(f"sm_scale must be a positive finite number or None, got {sm_scale!r}")
+    return causal, None if sm_scale is None else scale
 
 
 def _aligned(*tensors: torch.Tensor) -> bool:
@@ -913,7 +909,7 @@ class FlashAttention(torch.autograd.Function):
         return o
 
     @staticmethod
-    @torch.autograd.function.once_differentiable  # the backward kernels have no backward themselves
+    @once_differentiable("attention")  # the backward kernels have no backward themselves
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
         dq, dk, dv = flash_backward(q, k, v, o, lse, do.contiguous(), ctx.causal, ctx.sm_scale, path=ctx.backward_path)
@@ -936,10 +932,10 @@ def attention(
     Triton kernels, the forward through TMA where it can), ``"gluon"`` (both Gluon kernels, or an error),
     ``"tma"`` or ``"pointer"`` (the Triton kernels, the forward's two paths).
     """
-    _check_inputs(q, k, v, causal, sm_scale)
+    causal, sm_scale = _check_inputs(q, k, v, causal, sm_scale)
     if path not in PATHS:  # reject a bad path before any work
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
-    scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else sm_scale
     return FlashAttention.apply(q, k, v, causal, scale, functools.partial(flash_forward, path=path), path)
 
 

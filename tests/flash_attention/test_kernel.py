@@ -13,8 +13,9 @@ import subprocess
 import sys
 
 from academy import DEVICE, INTERPRETED
-from academy.testing import assert_close, poison_allocations, random_tensor
+from academy.testing import assert_close, assert_no_second_derivative, poison_allocations, random_tensor
 
+import numpy as np
 import pytest
 import torch
 
@@ -223,8 +224,17 @@ def test_misaligned_inputs_fall_back_to_pointers():
 def test_double_backward_is_refused():
     q, k, v = inputs((1, 1, 1, 16, 16), torch.float16, requires_grad=True)
     (dq,) = torch.autograd.grad(attention(q, k, v).sum(), q, create_graph=True)
-    with pytest.raises(RuntimeError):  # an error, never a silently wrong second derivative
+    with pytest.raises(RuntimeError, match="attention has no second derivative"):  # never a silently wrong one
         dq.sum().backward()
+    assert_no_second_derivative(attention, q, k, v)
+
+
+def test_numpy_causal_and_scale_are_accepted():
+    """NumPy scalars are what they say: np.bool_(True) was refused as "causal must be a bool, got bool"."""
+    q, k, v = inputs((1, 2, 2, 24, 64), torch.float16)
+    out = attention(q, k, v, causal=np.bool_(True), sm_scale=np.float32(0.125))
+    assert_close(out, attention(q, k, v, causal=True, sm_scale=0.125), dtype=torch.float16)
+    assert_close(out, reference(q.double(), k.double(), v.double(), True, 0.125), dtype=torch.float16)
 
 
 def test_empty_query_and_flops():
@@ -254,11 +264,16 @@ def test_bad_inputs():
         attention(q, k, v[:, :, :4])
     with pytest.raises(ValueError, match="no keys"):
         attention(q, k[:, :, :0], v[:, :, :0])
-    for bad in (-1.0, 0, float("nan"), True, "0.1"):
-        with pytest.raises(ValueError, match="sm_scale"):
+    for bad in (-1.0, 0, float("nan")):
+        with pytest.raises(ValueError, match="sm_scale must be a positive finite number"):
             attention(q, k, v, sm_scale=bad)
-    with pytest.raises(TypeError, match="causal"):
+    for bad in (True, "0.1"):
+        with pytest.raises(TypeError, match="sm_scale must be a real number"):
+            attention(q, k, v, sm_scale=bad)
+    with pytest.raises(TypeError, match="causal must be a bool, got str"):
         attention(q, k, v, causal="yes")
+    with pytest.raises(TypeError, match="causal must be a bool, got int"):
+        attention(q, k, v, causal=1)
     with pytest.raises(ValueError, match="path"):
         attention(q, k, v, path="cuda")
     with pytest.raises(TypeError, match="Tensor"):
