@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+from academy.validation import check_forward_only
+
 import torch
 
 from examples.flash_attention.kernel import _check_inputs, flash_forward
@@ -25,6 +27,7 @@ from examples.flash_attention.kernel import _check_inputs, flash_forward
 def attention_with_lse(q, k, v, causal: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, lse) with lse = log Σⱼ exp(q·kⱼ·scale) per row (natural log), −inf where a row sees no key."""
     causal, _ = _check_inputs(q, k, v, causal, None)
+    check_forward_only("attention_with_lse", q=q, k=k, v=v)
     o, lse2 = flash_forward(q.contiguous(), k.contiguous(), v.contiguous(), causal, 1.0 / math.sqrt(q.shape[-1]))
     lse = lse2 * math.log(2)  # log x = log2 x · ln 2
     return o, torch.where(torch.isinf(lse2), -math.inf, lse)  # the kernel stores +inf for "no key"

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from academy.validation import check_forward_only
+
 import torch
 import triton
 import triton.language as tl
@@ -32,6 +34,7 @@ def gelu_tanh_sigmoid_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr)
 def gelu_tanh_sigmoid(x: torch.Tensor) -> torch.Tensor:
     """``F.gelu(x, approximate="tanh")`` computed as ``x · σ(2z)``."""
     _check_input(x, "tanh")
+    check_forward_only("gelu_tanh_sigmoid", x=x)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if x.numel():
         grid = (triton.cdiv(x.numel(), BLOCK_SIZE),)
@@ -58,6 +61,7 @@ def geglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """``F.gelu(gate, approximate="tanh") * up``: read two tensors, write one."""
     _check_input(gate, "tanh")
     _check_input(up, "tanh")
+    check_forward_only("geglu", gate=gate, up=up)
     if gate.shape != up.shape or gate.dtype != up.dtype:
         raise ValueError(f"gate and up must match: {tuple(gate.shape)} {gate.dtype} vs {tuple(up.shape)} {up.dtype}")
     h = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)

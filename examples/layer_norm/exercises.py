@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import academy  # noqa: F401
-from academy.validation import check_same
+from academy.validation import check_forward_only, check_same
 
 import torch
 import triton
@@ -62,6 +62,7 @@ def add_layer_norm(x, residual, weight, bias, eps: float = 1e-5) -> tuple[torch.
     """``h = x + residual``, ``y = layer_norm(h)``; returns ``(y, h)`` (forward only)."""
     _check_inputs(x, weight, bias, eps)
     check_same(x, residual, ("x", "residual"))
+    check_forward_only("add_layer_norm", x=x, residual=residual, weight=weight, bias=bias)
     if bias is None:
         raise ValueError("add_layer_norm needs a bias")
     if x.shape[-1] > FWD_MAX_FUSED_COLS:
@@ -116,6 +117,7 @@ def welford_row_stats_kernel(
 def welford_row_stats(x: torch.Tensor, block_n: int = 1024) -> tuple[torch.Tensor, torch.Tensor]:
     """Each row's mean and (biased) variance in fp32, for rows of any width."""
     _check_inputs(x, torch.empty(x.shape[-1:], dtype=x.dtype, device=x.device), None, 0.0)
+    check_forward_only("welford_row_stats", x=x)
     x_rows = as_rows(x)
     n_rows, n_cols = x_rows.shape
     mean = torch.empty(n_rows, dtype=torch.float32, device=x.device)

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from academy import INTERPRETED
+from academy.validation import as_int, check_forward_only
 
 import torch
 import triton
@@ -84,8 +85,10 @@ def split_k_atomic_kernel(
 def matmul_split_k_atomic(a: torch.Tensor, b: torch.Tensor, split_k: int = 4) -> torch.Tensor:
     """``a @ b`` with K cut into ``split_k`` slices added by atomics into a zeroed fp32 buffer."""
     _check_inputs(a, b, None, "auto")
-    if isinstance(split_k, bool) or not isinstance(split_k, int) or split_k < 1:
+    check_forward_only("matmul_split_k_atomic", a=a, b=b)
+    if as_int("split_k", split_k) < 1:
         raise ValueError(f"split_k must be a positive int, got {split_k!r}")
+    split_k = int(split_k)
     (M, K), N = a.shape, b.shape[1]
     acc = torch.zeros((M, N), dtype=torch.float32, device=a.device)  # atomics need a zeroed start
     if acc.numel() == 0 or K == 0:

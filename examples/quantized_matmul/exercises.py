@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from academy import INTERPRETED
+from academy.validation import as_int, check_forward_only
 
 import torch
 import triton
@@ -92,8 +93,10 @@ def qmm_atomic_kernel(
 def quantized_matmul_atomic(x: torch.Tensor, packed: QuantizedWeight, split_k: int = 4) -> torch.Tensor:
     """``x @ dequantize(packed).T`` with K cut into ``split_k`` slices added by fp32 atomics."""
     _check_inputs(x, packed, "auto")
-    if isinstance(split_k, bool) or not isinstance(split_k, int) or split_k < 1:
+    check_forward_only("quantized_matmul_atomic", x=x)
+    if as_int("split_k", split_k) < 1:
         raise ValueError(f"split_k must be a positive int, got {split_k!r}")
+    split_k = int(split_k)
     x = x.contiguous()
     (M, K), N = x.shape, packed.shape[0]
     acc = torch.zeros((M, N), dtype=torch.float32, device=x.device)  # atomics add into zeros

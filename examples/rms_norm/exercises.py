@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import academy  # noqa: F401
-from academy.validation import check_same
+from academy.validation import check_forward_only, check_same
 
 import torch
 import triton
@@ -53,6 +53,7 @@ def rms_norm_offset_kernel(
 def rms_norm_offset(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """``x / rms(x) ⊙ (1 + weight)`` over the last dimension (forward only)."""
     _check_inputs(x, weight, eps)
+    check_forward_only("rms_norm_offset", x=x, weight=weight)
     _check_width(x)
     x_rows = as_rows(x)
     n_rows, n_cols = x_rows.shape
@@ -101,6 +102,7 @@ def add_rms_norm(x, residual, weight, eps: float = 1e-6) -> tuple[torch.Tensor, 
     """``h = x + residual``, ``y = rms_norm(h, weight)``; returns ``(y, h)`` (forward only)."""
     _check_inputs(x, weight, eps)
     check_same(x, residual, ("x", "residual"))
+    check_forward_only("add_rms_norm", x=x, residual=residual, weight=weight)
     _check_width(x)
     x_rows = x.reshape(-1, x.shape[-1]).contiguous()
     r_rows = residual.reshape(-1, x.shape[-1]).contiguous()

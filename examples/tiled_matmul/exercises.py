@@ -11,7 +11,7 @@ The autotuning tutorial's answers are in ``examples/autotuning/answers.py``.
 
 from __future__ import annotations
 
-from academy.validation import check_tensor
+from academy.validation import check_forward_only, check_tensor
 
 import torch
 import triton
@@ -75,6 +75,7 @@ def linear_bias_act(
     """``act(x @ w + bias)`` for x (M, K), w (K, N), bias (N,), in one kernel."""
     _check_inputs(x, w, activation, 8, "ieee")
     check_tensor("bias", bias, SUPPORTED_DTYPES)
+    check_forward_only("linear_bias_act", x=x, w=w, bias=bias)
     (M, K), N = x.shape, w.shape[1]
     if bias.shape != (N,) or bias.dtype != x.dtype:
         raise ValueError(f"bias must have shape ({N},) and dtype {x.dtype}, got {tuple(bias.shape)} {bias.dtype}")
@@ -159,6 +160,7 @@ def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     check_tensor("b", b, SUPPORTED_DTYPES)
     if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         raise ValueError(f"expected a (B, M, K) and b (B, K, N), got {tuple(a.shape)} and {tuple(b.shape)}")
+    check_forward_only("batched_matmul", a=a, b=b)
     if a.dtype != b.dtype:
         raise TypeError(f"dtypes differ: a {a.dtype} vs b {b.dtype}")
     batch, M, K = a.shape

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from academy.validation import check_same, check_tensor
+from academy.validation import as_real, check_forward_only, check_same, check_tensor
 
 import torch
 import triton
@@ -41,9 +41,9 @@ def axpy_kernel(
 
 def axpy(a: float, x: torch.Tensor, y: torch.Tensor, *, block_size: int = 1024) -> torch.Tensor:
     """``a * x + y`` for two tensors of one shape and dtype, read once each."""
-    if isinstance(a, bool) or not isinstance(a, (int, float)):
-        raise TypeError(f"a must be a Python number, got {type(a).__name__}")
+    a = as_real("a", a)  # a Python or NumPy number
     _check_inputs(x, y)  # the same rules as add(): device, dtype, shape, strides
+    check_forward_only("axpy", x=x, y=y)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_elements = x.numel()
     if n_elements == 0:
@@ -87,6 +87,7 @@ def add_2d(x: torch.Tensor, y: torch.Tensor, *, block_m: int = 32, block_n: int 
         check_tensor(name, t, SUPPORTED_DTYPES)
         if t.dim() != 2:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+    check_forward_only("add_2d", x=x, y=y)
     check_same(x, y)
     n_rows, n_cols = x.shape
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)

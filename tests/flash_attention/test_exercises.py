@@ -64,3 +64,27 @@ def test_the_tutorial_mask_constant_leaks_on_rows_that_see_no_key():
     assert torch.equal(with_guard[0], torch.zeros(3, dtype=torch.float64))
     torch.testing.assert_close(with_constant[1:], with_guard[1:])
     torch.testing.assert_close(with_guard[1], torch.softmax(s[1, :5], 0) @ v[:5])
+
+
+def _grad(t):
+    return t.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "answer, make",
+    [
+        (
+            attention_with_lse,
+            lambda: (
+                _grad(random_tensor((1, 1, 8, 64), torch.float16)),
+                random_tensor((1, 1, 8, 64), torch.float16),
+                random_tensor((1, 1, 8, 64), torch.float16),
+            ),
+        ),
+    ],
+    ids=["attention_with_lse"],
+)
+def test_forward_only_answers_refuse_inputs_that_require_grad(answer, make):
+    """These answers have no backward: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match=f"{answer.__name__} is forward only"):
+        answer(*make())

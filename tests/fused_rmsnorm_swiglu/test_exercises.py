@@ -37,3 +37,20 @@ def test_rmsnorm_geglu(dtype):
 def test_rmsnorm_geglu_rejects_wide_rows():
     with pytest.raises(ValueError, match="one-pass"):
         rmsnorm_geglu(torch.ones(1, 2 * 16385, device=DEVICE), torch.ones(2 * 16385, device=DEVICE))
+
+
+def _grad(t):
+    return t.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "answer, make",
+    [
+        (rmsnorm_geglu, lambda: (_grad(random_tensor((3, 8))), random_tensor(8))),
+    ],
+    ids=["rmsnorm_geglu"],
+)
+def test_forward_only_answers_refuse_inputs_that_require_grad(answer, make):
+    """These answers have no backward: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match=f"{answer.__name__} is forward only"):
+        answer(*make())

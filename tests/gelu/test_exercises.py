@@ -58,3 +58,21 @@ def test_geglu_rejects_mismatched_inputs():
         geglu(random_tensor(8), random_tensor(8, torch.float16))
     with pytest.raises(ValueError, match="non-contiguous"):
         geglu(random_tensor((4, 6)).t(), random_tensor((6, 4)))
+
+
+def _grad(t):
+    return t.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "answer, make",
+    [
+        (gelu_tanh_sigmoid, lambda: (_grad(random_tensor(8)),)),
+        (geglu, lambda: (random_tensor(8), _grad(random_tensor(8)))),
+    ],
+    ids=["gelu_tanh_sigmoid", "geglu"],
+)
+def test_forward_only_answers_refuse_inputs_that_require_grad(answer, make):
+    """These answers have no backward: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match=f"{answer.__name__} is forward only"):
+        answer(*make())

@@ -56,3 +56,24 @@ def test_add_layer_norm_rejects_rows_wider_than_one_pass():
     x, r = random_tensor((1, n)), random_tensor((1, n))
     with pytest.raises(ValueError, match=f"at most {FWD_MAX_FUSED_COLS}"):
         add_layer_norm(x, r, random_tensor(n), random_tensor(n))
+
+
+def _grad(t):
+    return t.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "answer, make",
+    [
+        (
+            add_layer_norm,
+            lambda: (random_tensor((3, 8)), _grad(random_tensor((3, 8))), random_tensor(8), random_tensor(8)),
+        ),
+        (welford_row_stats, lambda: (_grad(random_tensor((3, 8))),)),
+    ],
+    ids=["add_layer_norm", "welford_row_stats"],
+)
+def test_forward_only_answers_refuse_inputs_that_require_grad(answer, make):
+    """These answers have no backward: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match=f"{answer.__name__} is forward only"):
+        answer(*make())

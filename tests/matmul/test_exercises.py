@@ -2,6 +2,7 @@
 
 from academy.testing import assert_close, random_tensor
 
+import numpy as np
 import pytest
 import torch
 
@@ -35,3 +36,25 @@ def test_split_k_atomic(split_k, dtype):
 def test_split_k_atomic_rejects_a_bad_split():
     with pytest.raises(ValueError, match="split_k"):
         matmul_split_k_atomic(random_tensor((4, 8)), random_tensor((8, 5)), 0)
+
+
+def _grad(t):
+    return t.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "answer, make",
+    [
+        (matmul_split_k_atomic, lambda: (_grad(random_tensor((4, 16))), random_tensor((16, 8)))),
+    ],
+    ids=["matmul_split_k_atomic"],
+)
+def test_forward_only_answers_refuse_inputs_that_require_grad(answer, make):
+    """These answers have no backward: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match=f"{answer.__name__} is forward only"):
+        answer(*make())
+
+
+def test_split_k_atomic_takes_a_numpy_split():
+    a, b = random_tensor((8, 64)), random_tensor((64, 8))
+    assert_close(matmul_split_k_atomic(a, b, np.int64(2)), a.double() @ b.double(), dtype=torch.float32)

@@ -65,3 +65,23 @@ def test_dequantize_kernel_equals_the_reference(bits, group, shape):
 def test_dequantize_kernel_rejects_integer_output():
     with pytest.raises(TypeError, match="dtype"):
         dequantize_to(quantize(random_tensor((8, 64)), 4, 32), torch.int8)
+
+
+def _grad(t):
+    return t.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "answer, make",
+    [
+        (
+            quantized_matmul_atomic,
+            lambda: (_grad(random_tensor((2, 64), torch.float16)), quantize(random_tensor((8, 64)), 4, 32)),
+        ),
+    ],
+    ids=["quantized_matmul_atomic"],
+)
+def test_forward_only_answers_refuse_inputs_that_require_grad(answer, make):
+    """These answers have no backward: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match=f"{answer.__name__} is forward only"):
+        answer(*make())

@@ -53,3 +53,21 @@ def test_one_pass_answers_reject_rows_wider_than_one_pass(op):
     x, w = random_tensor((1, n)), random_tensor(n)
     with pytest.raises(ValueError, match=f"at most {FWD_MAX_FUSED_COLS}"):
         rms_norm_offset(x, w) if op == "offset" else add_rms_norm(x, random_tensor((1, n)), w)
+
+
+def _grad(t):
+    return t.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "answer, make",
+    [
+        (rms_norm_offset, lambda: (_grad(random_tensor((3, 8))), random_tensor(8))),
+        (add_rms_norm, lambda: (random_tensor((3, 8)), random_tensor((3, 8)), _grad(random_tensor(8)))),
+    ],
+    ids=["rms_norm_offset", "add_rms_norm"],
+)
+def test_forward_only_answers_refuse_inputs_that_require_grad(answer, make):
+    """These answers have no backward: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match=f"{answer.__name__} is forward only"):
+        answer(*make())

@@ -73,3 +73,21 @@ def test_empty_rows_are_rejected(op):
     with pytest.raises(ValueError, match="empty row"):
         op(torch.empty(3, 0, device=DEVICE))
     assert op(torch.empty(0, 4, device=DEVICE)).shape == (0,)
+
+
+def _grad(t):
+    return t.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "answer, make",
+    [
+        (row_max, lambda: (_grad(random_tensor((3, 8))),)),
+        (row_rms, lambda: (_grad(random_tensor((3, 8))),)),
+    ],
+    ids=["row_max", "row_rms"],
+)
+def test_forward_only_answers_refuse_inputs_that_require_grad(answer, make):
+    """These answers have no backward: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match=f"{answer.__name__} is forward only"):
+        answer(*make())

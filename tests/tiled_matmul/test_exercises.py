@@ -52,3 +52,21 @@ def test_batched_matmul(dtype):
 def test_batched_matmul_rejects_mismatched_batches():
     with pytest.raises(ValueError, match="expected a"):
         batched_matmul(random_tensor((2, 4, 5)), random_tensor((3, 5, 6)))
+
+
+def _grad(t):
+    return t.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "answer, make",
+    [
+        (linear_bias_act, lambda: (random_tensor((4, 16)), random_tensor((16, 8)), _grad(random_tensor(8)))),
+        (batched_matmul, lambda: (_grad(random_tensor((2, 4, 16))), random_tensor((2, 16, 8)))),
+    ],
+    ids=["linear_bias_act", "batched_matmul"],
+)
+def test_forward_only_answers_refuse_inputs_that_require_grad(answer, make):
+    """These answers have no backward: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match=f"{answer.__name__} is forward only"):
+        answer(*make())

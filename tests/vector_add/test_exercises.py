@@ -8,6 +8,7 @@ float64 reference (``assert_close(..., baseline=...)``), never to equality.
 from academy import DEVICE
 from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
 
+import numpy as np
 import pytest
 import torch
 
@@ -40,7 +41,7 @@ def test_axpy_strided_and_multidimensional():
 
 
 def test_axpy_rejects_bad_input():
-    with pytest.raises(TypeError, match="Python number"):
+    with pytest.raises(TypeError, match="a must be a real number, got torch.Tensor"):
         axpy(torch.tensor(2.0), random_tensor(4), random_tensor(4))
     with pytest.raises(ValueError, match="shapes differ"):
         axpy(1.0, random_tensor(4), random_tensor(5))
@@ -72,3 +73,27 @@ def test_add_2d_rejects_bad_input():
         add_2d(random_tensor(8), random_tensor(8))
     with pytest.raises(ValueError, match="shapes differ"):
         add_2d(random_tensor((3, 4)), random_tensor((4, 3)))
+
+
+def _grad(t):
+    return t.requires_grad_()
+
+
+@pytest.mark.parametrize(
+    "answer, make",
+    [
+        (axpy, lambda: (2.0, _grad(random_tensor(8)), random_tensor(8))),
+        (add_2d, lambda: (random_tensor((3, 4)), _grad(random_tensor((3, 4))))),
+    ],
+    ids=["axpy", "add_2d"],
+)
+def test_forward_only_answers_refuse_inputs_that_require_grad(answer, make):
+    """These answers have no backward: a result without gradients would cut the graph silently."""
+    with pytest.raises(ValueError, match=f"{answer.__name__} is forward only"):
+        answer(*make())
+
+
+def test_axpy_takes_a_numpy_scale():
+    """A NumPy float is a number like any other (it was refused as "not a Python number")."""
+    x, y = random_tensor(100), random_tensor(100)
+    assert_close(axpy(np.float32(0.5), x, y), 0.5 * x.double() + y.double())
