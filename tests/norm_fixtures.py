@@ -1,10 +1,10 @@
-"""Fixtures shared by the LayerNorm and RMSNorm tests: both chapters launch through ``examples/norm_launch``."""
+"""Fixtures shared by the LayerNorm and RMSNorm tests: both chapters launch through ``examples/norms/launch.py``."""
 
 from academy.testing import poison_allocations
 
 import pytest
 
-from examples import norm_launch
+from examples.norms import launch as norm_launch
 
 
 def norm_fixtures(kernel):

@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from examples.autotuning.autotune import configs_for, prune_configs
-from examples.tiled_matmul.kernel import _check_inputs, grouped_tile
+from examples.tiled_matmul.kernel import check_inputs, grouped_tile
 
 
 # --8<-- [start:matmul_bucketed]
@@ -65,7 +65,7 @@ def matmul_bucketed_kernel(
 
 def matmul_bucketed(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b``, autotuned once per (power-of-two bucket of M, N, K, dtype)."""
-    _check_inputs(a, b, None, 8, "ieee")
+    check_inputs(a, b, None, 8, "ieee")
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     if M == 0 or N == 0:

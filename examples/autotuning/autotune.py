@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.tiled_matmul.kernel import _check_inputs, grouped_tile, leaky_relu
+from examples.tiled_matmul.kernel import check_inputs, grouped_tile, leaky_relu
 
 SHARED_MEMORY_BUDGET = 160 * 1024
 """Bytes of shared memory a config may use for its pipelined A and B tiles (an H100 SM has 228 KiB)."""
@@ -152,7 +152,7 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor, activation: str | None = 
 
     fp32 inputs are multiplied in true fp32 (``input_precision="ieee"``).
     """
-    _check_inputs(a, b, activation, 1, "ieee")
+    check_inputs(a, b, activation, 1, "ieee")
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     if M == 0 or N == 0:

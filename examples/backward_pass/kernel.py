@@ -111,7 +111,7 @@ def swish_backward_kernel(
 
 
 # --8<-- [start:launcher]
-def _check_inputs(x: torch.Tensor, w: torch.Tensor) -> None:
+def check_inputs(x: torch.Tensor, w: torch.Tensor) -> None:
     check_tensor("x", x, SUPPORTED_DTYPES)
     check_tensor("w", w, SUPPORTED_DTYPES)
     if x.dim() == 0:
@@ -179,7 +179,7 @@ class _Swish(torch.autograd.Function):
 
 def swish(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """``x · σ(w ⊙ x)`` with one slope per column; differentiable in ``x`` and ``w``."""
-    _check_inputs(x, w)
+    check_inputs(x, w)
     if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
         return _Swish.apply(x, w)
     return _forward(x, w)

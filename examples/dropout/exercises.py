@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.dropout.kernel import BLOCK_SIZE, NUM_WARPS, _check_args
+from examples.dropout.kernel import BLOCK_SIZE, NUM_WARPS, check_inputs
 
 
 # --8<-- [start:dropout_add]
@@ -32,7 +32,7 @@ def dropout_add_kernel(x_ptr, r_ptr, out_ptr, n_elements, p, scale, seed, BLOCK_
 
 def dropout_add(x: torch.Tensor, residual: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     """``residual + dropout(x, p, seed)`` in one pass (forward only)."""
-    p, seed = _check_args(x, p, seed)
+    p, seed = check_inputs(x, p, seed)
     check_forward_only("dropout_add", x=x, residual=residual)
     if residual.shape != x.shape or residual.dtype != x.dtype or residual.device != x.device:
         raise ValueError("residual must match x in shape, dtype and device")

@@ -124,7 +124,7 @@ def keep_mask_kernel(keep_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
 
 
 # --8<-- [start:launcher]
-def _check_args(x: torch.Tensor, p: float, seed: int) -> tuple[float, int]:
+def check_inputs(x: torch.Tensor, p: float, seed: int) -> tuple[float, int]:
     """Checks, and returns ``p`` and ``seed`` as a Python float and int (NumPy scalars are welcome)."""
     check_tensor("x", x, SUPPORTED_DTYPES)
     p, seed = as_real("p", p), as_int("seed", seed)
@@ -192,7 +192,7 @@ class _SeededDropout(torch.autograd.Function):
 
 def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     """Zero each element with probability ``p`` (decided by ``seed``), scale the rest by ``1/(1-p)``."""
-    p, seed = _check_args(x, p, seed)
+    p, seed = check_inputs(x, p, seed)
     if x.requires_grad and torch.is_grad_enabled():
         return _SeededDropout.apply(x, p, seed)
     return _seeded(x, p, seed)
@@ -233,7 +233,7 @@ class _MaskScale(torch.autograd.Function):
 
 def explicit_mask_dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
     """The same result as ``dropout``, with the mask materialised and kept for the backward."""
-    p, seed = _check_args(x, p, seed)
+    p, seed = check_inputs(x, p, seed)
     if x.requires_grad and torch.is_grad_enabled():
         return _ExplicitMaskDropout.apply(x, p, seed)
     return _apply_mask(x, keep_mask(x.numel(), p, seed, x.device), p)

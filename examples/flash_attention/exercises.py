@@ -20,13 +20,13 @@ from academy.validation import check_forward_only
 
 import torch
 
-from examples.flash_attention.kernel import _check_inputs, flash_forward
+from examples.flash_attention.kernel import check_inputs, flash_forward
 
 
 # --8<-- [start:attention_with_lse]
 def attention_with_lse(q, k, v, causal: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, lse) with lse = log Σⱼ exp(q·kⱼ·scale) per row (natural log), −inf where a row sees no key."""
-    causal, _ = _check_inputs(q, k, v, causal, None)
+    causal, _ = check_inputs(q, k, v, causal, None)
     check_forward_only("attention_with_lse", q=q, k=k, v=v)
     o, lse2 = flash_forward(q.contiguous(), k.contiguous(), v.contiguous(), causal, 1.0 / math.sqrt(q.shape[-1]))
     lse = lse2 * math.log(2)  # log x = log2 x · ln 2

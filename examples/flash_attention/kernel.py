@@ -726,7 +726,7 @@ def _descriptor(t: torch.Tensor, rows: int) -> TensorDescriptor:
 
 
 # --8<-- [start:launcher]
-def _check_inputs(q, k, v, causal, sm_scale) -> tuple[bool, float | None]:
+def check_inputs(q, k, v, causal, sm_scale) -> tuple[bool, float | None]:
     """Checks, and returns ``causal`` and ``sm_scale`` as a Python bool and float (NumPy scalars welcome)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(name, t, SUPPORTED_DTYPES)
@@ -932,7 +932,7 @@ def attention(
     Triton kernels, the forward through TMA where it can), ``"gluon"`` (both Gluon kernels, or an error),
     ``"tma"`` or ``"pointer"`` (the Triton kernels, the forward's two paths).
     """
-    causal, sm_scale = _check_inputs(q, k, v, causal, sm_scale)
+    causal, sm_scale = check_inputs(q, k, v, causal, sm_scale)
     if path not in PATHS:  # reject a bad path before any work
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else sm_scale

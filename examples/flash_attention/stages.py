@@ -32,7 +32,7 @@ from examples.flash_attention.kernel import (
     FIXED_FWD_CONFIG,
     LOG2E,
     FlashAttention,
-    _check_inputs,
+    check_inputs,
     flash_forward,
 )
 
@@ -123,7 +123,7 @@ def naive_forward(q, k, v, causal: bool, sm_scale: float):
 
 def naive_attention(q, k, v, causal: bool = False, sm_scale: float | None = None) -> torch.Tensor:
     """Stage 1: the whole row of scores in one block (S_k·D ≤ 32768); the chapter's backward."""
-    causal, sm_scale = _check_inputs(q, k, v, causal, sm_scale)
+    causal, sm_scale = check_inputs(q, k, v, causal, sm_scale)
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else sm_scale
     return FlashAttention.apply(q, k, v, causal, scale, naive_forward, "auto")
 
@@ -134,7 +134,7 @@ def naive_attention(q, k, v, causal: bool = False, sm_scale: float | None = None
 # --8<-- [start:flash_stages]
 def flash_attention_untuned(q, k, v, causal: bool = False, sm_scale: float | None = None) -> torch.Tensor:
     """Stage 2: the FlashAttention-2 kernel with pointer loads and one fixed 64×64 tile."""
-    causal, sm_scale = _check_inputs(q, k, v, causal, sm_scale)
+    causal, sm_scale = check_inputs(q, k, v, causal, sm_scale)
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else sm_scale
     forward = functools.partial(flash_forward, path="pointer", config=FIXED_FWD_CONFIG)
     return FlashAttention.apply(q, k, v, causal, scale, forward, "auto")

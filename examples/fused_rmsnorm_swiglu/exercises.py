@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 from examples.fused_rmsnorm_swiglu.bench import FUSED_PASSES, UNFUSED_PASSES
-from examples.fused_rmsnorm_swiglu.kernel import MAX_ONE_PASS_HALF, _as_rows, _check_inputs
+from examples.fused_rmsnorm_swiglu.kernel import MAX_ONE_PASS_HALF, _as_rows, check_inputs
 from examples.geglu.kernel import gelu_tanh
 
 
@@ -49,7 +49,7 @@ def rmsnorm_geglu_kernel(x_ptr, w_ptr, out_ptr, n_half, x_row_stride, out_row_st
 
 def rmsnorm_geglu(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """``gelu_tanh(a) · b`` where ``[a, b] = rmsnorm(x) · weight`` (forward only)."""
-    _check_inputs(x, weight, eps)
+    check_inputs(x, weight, eps)
     check_forward_only("rmsnorm_geglu", x=x, weight=weight)
     if x.shape[-1] // 2 > MAX_ONE_PASS_HALF:
         raise ValueError(f"rows of {x.shape[-1]} values; this one-pass answer takes at most {2 * MAX_ONE_PASS_HALF}")

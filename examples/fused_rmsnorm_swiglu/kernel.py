@@ -400,7 +400,7 @@ def _backward(x, weight, rstd, dout) -> tuple[torch.Tensor, torch.Tensor]:
     return dx.view(x.shape), dweight
 
 
-def _check_inputs(x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
+def check_inputs(x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
     check_tensor("x", x, SUPPORTED_DTYPES)
     check_tensor("weight", weight, SUPPORTED_DTYPES)
     if x.dim() == 0 or x.shape[-1] == 0 or x.shape[-1] % 2:
@@ -440,7 +440,7 @@ class _RMSNormSwiGLU(torch.autograd.Function):
 
 def rmsnorm_swiglu(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """``silu(a) · b`` where ``[a, b] = rmsnorm(x) · weight``; x is ``(..., 2N)``, the result ``(..., N)``."""
-    _check_inputs(x, weight, eps)
+    check_inputs(x, weight, eps)
     if x.numel() == 0:  # no rows: nothing to launch, and PyTorch's gradients are zeros of the right shapes
         return reference(x, weight, float(eps))
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):

@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.gelu.kernel import BLOCK_SIZE, NUM_WARPS, SQRT_2_OVER_PI, _check_input
+from examples.gelu.kernel import BLOCK_SIZE, NUM_WARPS, SQRT_2_OVER_PI, check_inputs
 
 
 # --8<-- [start:sigmoid_form]
@@ -33,7 +33,7 @@ def gelu_tanh_sigmoid_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr)
 
 def gelu_tanh_sigmoid(x: torch.Tensor) -> torch.Tensor:
     """``F.gelu(x, approximate="tanh")`` computed as ``x · σ(2z)``."""
-    _check_input(x, "tanh")
+    check_inputs(x, "tanh")
     check_forward_only("gelu_tanh_sigmoid", x=x)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if x.numel():
@@ -59,8 +59,8 @@ def geglu_kernel(gate_ptr, up_ptr, h_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 def geglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """``F.gelu(gate, approximate="tanh") * up``: read two tensors, write one."""
-    _check_input(gate, "tanh")
-    _check_input(up, "tanh")
+    check_inputs(gate, "tanh")
+    check_inputs(up, "tanh")
     check_forward_only("geglu", gate=gate, up=up)
     if gate.shape != up.shape or gate.dtype != up.dtype:
         raise ValueError(f"gate and up must match: {tuple(gate.shape)} {gate.dtype} vs {tuple(up.shape)} {up.dtype}")

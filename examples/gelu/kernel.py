@@ -95,7 +95,7 @@ NUM_WARPS = 8  # 2048 values over 256 threads: 8 per thread, one 16-byte load in
 def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     """GeLU of every element of ``x``: exact (``"none"``) or tanh-approximated; forward only (with
     autograd recording, an ``x`` that requires grad is refused: the result would carry no gradient)."""
-    _check_input(x, approximate)
+    check_inputs(x, approximate)
     check_forward_only("gelu", x=x)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_elements = x.numel()
@@ -113,7 +113,7 @@ def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
     return y
 
 
-def _check_input(x: torch.Tensor, approximate: str) -> None:
+def check_inputs(x: torch.Tensor, approximate: str) -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if approximate not in APPROXIMATIONS:

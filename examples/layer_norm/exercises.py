@@ -20,8 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.layer_norm.kernel import _check_inputs
-from examples.norm_launch import FWD_MAX_FUSED_COLS, as_rows, tile_config
+from examples.layer_norm.kernel import check_inputs
+from examples.norms.launch import FWD_MAX_FUSED_COLS, as_rows, tile_config
 
 
 # --8<-- [start:add_layer_norm]
@@ -60,7 +60,7 @@ def add_layer_norm_kernel(
 
 def add_layer_norm(x, residual, weight, bias, eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
     """``h = x + residual``, ``y = layer_norm(h)``; returns ``(y, h)`` (forward only)."""
-    _check_inputs(x, weight, bias, eps)
+    check_inputs(x, weight, bias, eps)
     check_same(x, residual, ("x", "residual"))
     check_forward_only("add_layer_norm", x=x, residual=residual, weight=weight, bias=bias)
     if bias is None:
@@ -116,7 +116,7 @@ def welford_row_stats_kernel(
 
 def welford_row_stats(x: torch.Tensor, block_n: int = 1024) -> tuple[torch.Tensor, torch.Tensor]:
     """Each row's mean and (biased) variance in fp32, for rows of any width."""
-    _check_inputs(x, torch.empty(x.shape[-1:], dtype=x.dtype, device=x.device), None, 0.0)
+    check_inputs(x, torch.empty(x.shape[-1:], dtype=x.dtype, device=x.device), None, 0.0)
     check_forward_only("welford_row_stats", x=x)
     x_rows = as_rows(x)
     n_rows, n_cols = x_rows.shape

@@ -15,7 +15,7 @@ differentiable with respect to all three tensors.
   than ``MAX_FUSED_COLS`` split the backward by columns instead.
 
 The launch rules and the partial-row reduction are shared with the RMSNorm
-chapter (``examples/norm_launch.py``).
+chapter (``examples/norms/launch.py``).
 
 Run this file (``python -m examples.layer_norm.kernel``) for a quick check.
 """
@@ -31,11 +31,10 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from examples import norm_launch
-from examples.norm_launch import (
+from examples.norms import launch as norm_launch
+from examples.norms.launch import (
     as_rows,
     backward_launch,
-    check_norm_inputs,
     column_split,
     forward_launch,
     sum_partials,
@@ -374,8 +373,8 @@ MAX_FUSED_COLS = 8192
 
 
 # --8<-- [start:launcher]
-def _check_inputs(x, weight, bias, eps) -> None:
-    check_norm_inputs("layer norm", x, eps, weight=weight, bias=bias)  # (1)!
+def check_inputs(x, weight, bias, eps) -> None:
+    norm_launch.check_inputs("layer norm", x, eps, weight=weight, bias=bias)  # (1)!
 
 
 def _forward(x, weight, bias, eps):
@@ -518,7 +517,7 @@ def layer_norm(
 ) -> torch.Tensor:
     """Layer norm over the last dimension of ``x`` (shape ``(..., N)``); differentiable
     with respect to ``x``, ``weight`` and ``bias`` (either may be ``None``, as in PyTorch)."""
-    _check_inputs(x, weight, bias, eps)
+    check_inputs(x, weight, bias, eps)
     if x.numel() == 0:  # rows of a valid width, but no rows: nothing to launch
         return F.layer_norm(x, (x.shape[-1],), weight, bias, float(eps))
     if weight is None:  # no scale: a weight of ones, which gets no gradient

@@ -171,7 +171,7 @@ def _warps(block_n: int) -> int:
     return min(max(block_n // 256, 1), 8)
 
 
-def _check_inputs(x, weight, bias, eps) -> None:
+def check_inputs(x, weight, bias, eps) -> None:
     check_tensor("x", x, SUPPORTED_DTYPES)
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None:  # None: no scale, or no shift, as in PyTorch
@@ -278,7 +278,7 @@ def layer_norm(
 ) -> torch.Tensor:
     """``F.layer_norm(x, (N,), weight, bias, eps)``; differentiable in x, weight and bias (None: no scale
     or no shift, the kernels then read ones or zeros)."""
-    _check_inputs(x, weight, bias, eps)
+    check_inputs(x, weight, bias, eps)
     if x.numel() == 0:  # no rows: nothing to launch, and PyTorch's gradients are zeros of the right shapes
         return F.layer_norm(x, (x.shape[-1],), weight, bias, float(eps))
     n = x.shape[-1]

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.matmul.kernel import _check_inputs, matmul
+from examples.matmul.kernel import check_inputs, matmul
 
 
 # --8<-- [start:matmul_backward]
@@ -84,7 +84,7 @@ def split_k_atomic_kernel(
 
 def matmul_split_k_atomic(a: torch.Tensor, b: torch.Tensor, split_k: int = 4) -> torch.Tensor:
     """``a @ b`` with K cut into ``split_k`` slices added by atomics into a zeroed fp32 buffer."""
-    _check_inputs(a, b, None, "auto")
+    check_inputs(a, b, None, "auto")
     check_forward_only("matmul_split_k_atomic", a=a, b=b)
     if as_int("split_k", split_k) < 1:
         raise ValueError(f"split_k must be a positive int, got {split_k!r}")

@@ -520,7 +520,8 @@ def _tma_layout(t: torch.Tensor) -> str | None:
 
 
 # --8<-- [start:launcher]
-def _check_inputs(a, b, activation, path) -> None:
+def check_inputs(a, b, activation, path, out=None) -> None:
+    """Operands, options and (if given) ``out``: what every path of :func:`matmul` assumes."""
     check_tensor("a", a, SUPPORTED_DTYPES)
     check_tensor("b", b, SUPPORTED_DTYPES)
     if a.dim() != 2 or b.dim() != 2:
@@ -537,9 +538,8 @@ def _check_inputs(a, b, activation, path) -> None:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     if max(*a.shape, b.shape[1]) > MAX_COORD:
         raise ValueError(f"a dimension exceeds 2**31 - 1 ({tuple(a.shape)} @ {tuple(b.shape)}): tile indices are int32")
-
-
-def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    if out is None:
+        return
     check_tensor("out", out, SUPPORTED_DTYPES)
     if out.shape != (a.shape[0], b.shape[1]):
         raise ValueError(f"out must be {(a.shape[0], b.shape[1])}, got {tuple(out.shape)}")
@@ -750,11 +750,9 @@ def matmul(
     distinct (a stride-0 view is refused). Forward only: with autograd recording, an operand
     that requires grad is refused (the result would carry no gradient).
     """
-    _check_inputs(a, b, activation, path)
+    check_inputs(a, b, activation, path, out)
     check_forward_only("matmul", a=a, b=b)
     allow_tf32 = as_bool("allow_tf32", allow_tf32)
-    if out is not None:
-        _check_out(out, a, b)
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device) if out is None else out
     if M == 0 or N == 0:

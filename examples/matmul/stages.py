@@ -27,9 +27,9 @@ import triton
 import triton.language as tl
 
 from examples.matmul.kernel import (
-    _check_inputs,
     _tma_layout,
     activate,
+    check_inputs,
     matmul,
     matmul_pointer_kernel,
 )
@@ -37,7 +37,7 @@ from examples.tiled_matmul import kernel as tiled
 
 
 def _prepare(a, b, activation):
-    _check_inputs(a, b, activation, "auto")
+    check_inputs(a, b, activation, "auto")
     (M, K), N = a.shape, b.shape[1]
     return M, N, K, torch.empty((M, N), dtype=a.dtype, device=a.device)
 
@@ -212,7 +212,7 @@ def matmul_pipelined(a: torch.Tensor, b: torch.Tensor, activation: str | None = 
 # --8<-- [start:late_stages]
 def matmul_persistent(a: torch.Tensor, b: torch.Tensor, activation: str | None = None) -> torch.Tensor:
     """Stage 6: persistent grid; TMA descriptors where available, the persistent pointer kernel elsewhere."""
-    _check_inputs(a, b, activation, "auto")
+    check_inputs(a, b, activation, "auto")
     tma = tma_available() and _tma_layout(a) is not None and _tma_layout(b) is not None
     return matmul(a, b, activation, path="tma" if tma else "pointer")
 

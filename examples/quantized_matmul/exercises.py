@@ -20,7 +20,7 @@ import triton.language as tl
 
 from examples.quantized_matmul.kernel import (
     QuantizedWeight,
-    _check_inputs,
+    check_inputs,
     dequantize_columns,
     dequantize_tile,
     slab_config,
@@ -92,7 +92,7 @@ def qmm_atomic_kernel(
 
 def quantized_matmul_atomic(x: torch.Tensor, packed: QuantizedWeight, split_k: int = 4) -> torch.Tensor:
     """``x @ dequantize(packed).T`` with K cut into ``split_k`` slices added by fp32 atomics."""
-    _check_inputs(x, packed, "auto")
+    check_inputs(x, packed, "auto")
     check_forward_only("quantized_matmul_atomic", x=x)
     if as_int("split_k", split_k) < 1:
         raise ValueError(f"split_k must be a positive int, got {split_k!r}")

@@ -417,7 +417,7 @@ def _check_packed(packed) -> None:
         raise TypeError(f"packed must be a QuantizedWeight (from quantize), got {type(packed).__name__}")
 
 
-def _check_inputs(x, packed, path) -> None:
+def check_inputs(x, packed, path) -> None:
     check_tensor("x", x, ACTIVATION_DTYPES)
     _check_packed(packed)
     if x.dim() != 2:
@@ -496,7 +496,7 @@ def quantized_matmul(
     columns if K is longer than that holds), never the whole weight when it
     is larger.
     """
-    _check_inputs(x, packed, path)
+    check_inputs(x, packed, path)
     check_forward_only("quantized_matmul", x=x)
     x = x if x.stride(1) == 1 else x.contiguous()  # (1)!
     (M, K), N = x.shape, packed.shape[0]

@@ -11,7 +11,7 @@ from academy.testing import random_tensor
 import torch
 import torch.nn.functional as F
 
-from examples.norm_bench import norm_spec
+from examples.norms.bench import norm_spec
 from examples.rms_norm.kernel import reference, rms_norm
 
 EPS = 1e-6
@@ -66,7 +66,7 @@ MODEL_ROWS = PREFILL_TOKENS[-1]
 """Rows of the model-zoo sweep: 16384 tokens, a training micro-batch of 8 sequences of 2048."""
 
 # Every distinct hidden size of the model zoo (academy.bench.models), labelled with its models, added
-# here rather than in norm_bench (whose code the results' hash covers); ``--sweep models`` runs it alone.
+# here rather than in examples/norms/bench.py (whose code the results' hash covers); ``--sweep models`` runs it alone.
 SPEC = dataclasses.replace(
     SPEC,
     sweeps=[

@@ -17,8 +17,8 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.norm_launch import FWD_MAX_FUSED_COLS, as_rows, tile_config
-from examples.rms_norm.kernel import _check_inputs
+from examples.norms.launch import FWD_MAX_FUSED_COLS, as_rows, tile_config
+from examples.rms_norm.kernel import check_inputs
 
 
 def _check_width(x: torch.Tensor) -> None:
@@ -52,7 +52,7 @@ def rms_norm_offset_kernel(
 
 def rms_norm_offset(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """``x / rms(x) ⊙ (1 + weight)`` over the last dimension (forward only)."""
-    _check_inputs(x, weight, eps)
+    check_inputs(x, weight, eps)
     check_forward_only("rms_norm_offset", x=x, weight=weight)
     _check_width(x)
     x_rows = as_rows(x)
@@ -100,7 +100,7 @@ def add_rms_norm_kernel(
 
 def add_rms_norm(x, residual, weight, eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
     """``h = x + residual``, ``y = rms_norm(h, weight)``; returns ``(y, h)`` (forward only)."""
-    _check_inputs(x, weight, eps)
+    check_inputs(x, weight, eps)
     check_same(x, residual, ("x", "residual"))
     check_forward_only("add_rms_norm", x=x, residual=residual, weight=weight)
     _check_width(x)

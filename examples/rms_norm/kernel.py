@@ -10,7 +10,7 @@ row; a backward that computes dx and, in the same pass, each program's
 partial sum of ``dy·x̂`` (fp32, in registers), then a second small kernel that
 adds the partial rows. Rows wider than ``FWD_MAX_FUSED_COLS`` (forward) or
 ``MAX_FUSED_COLS`` (backward) take chunked kernels. The launch rules and the
-partial-row reduction are shared with that chapter (``examples/norm_launch.py``).
+partial-row reduction are shared with that chapter (``examples/norms/launch.py``).
 
 Run this file (``python -m examples.rms_norm.kernel``) for a quick check.
 """
@@ -25,11 +25,10 @@ import torch
 import triton
 import triton.language as tl
 
-from examples import norm_launch
-from examples.norm_launch import (
+from examples.norms import launch as norm_launch
+from examples.norms.launch import (
     as_rows,
     backward_launch,
-    check_norm_inputs,
     column_split,
     forward_launch,
     sum_partials,
@@ -294,8 +293,8 @@ MAX_FUSED_COLS = 16384
 
 
 # --8<-- [start:launcher]
-def _check_inputs(x, weight, eps) -> None:
-    check_norm_inputs("RMS norm", x, eps, weight=weight)
+def check_inputs(x, weight, eps) -> None:
+    norm_launch.check_inputs("RMS norm", x, eps, weight=weight)
 
 
 def _forward(x, weight, eps):
@@ -399,7 +398,7 @@ class _RMSNorm(torch.autograd.Function):
 def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float = 1e-6) -> torch.Tensor:
     """RMS norm over the last dimension of ``x`` (shape ``(..., N)``), scaled by
     ``weight`` (``None``: no scale, as in PyTorch); differentiable with respect to ``x`` and ``weight``."""
-    _check_inputs(x, weight, eps)
+    check_inputs(x, weight, eps)
     if weight is None:  # no scale: a weight of ones, which gets no gradient
         weight = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
     if x.numel() == 0:  # rows of a valid width, but no rows: nothing to launch

@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.row_sum.kernel import _check_input, launch_config
+from examples.row_sum.kernel import check_inputs, launch_config
 
 
 # --8<-- [start:row_max]
@@ -34,7 +34,7 @@ def row_max_kernel(x_ptr, out_ptr, n_cols, x_row_stride, BLOCK_N: tl.constexpr):
 
 def row_max(x: torch.Tensor) -> torch.Tensor:
     """``x.amax(dim=-1)`` for a 2-D tensor with at least one column."""
-    _check_input(x)
+    check_inputs(x)
     check_forward_only("row_max", x=x)
     if x.shape[1] == 0:
         raise ValueError("the maximum of an empty row is undefined")
@@ -64,7 +64,7 @@ def row_rms_kernel(x_ptr, out_ptr, n_cols, x_row_stride, BLOCK_N: tl.constexpr):
 
 def row_rms(x: torch.Tensor) -> torch.Tensor:
     """``x.pow(2).mean(-1).sqrt()`` per row, accumulated in fp32, returned in ``x``'s dtype."""
-    _check_input(x)
+    check_inputs(x)
     check_forward_only("row_rms", x=x)
     if x.shape[1] == 0:
         raise ValueError("the mean of an empty row is undefined")

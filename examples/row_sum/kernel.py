@@ -65,7 +65,7 @@ def launch_config(n_cols: int) -> dict[str, int]:
 def row_sum(x: torch.Tensor) -> torch.Tensor:
     """``x.sum(dim=-1)`` for a 2-D tensor whose rows have unit stride; forward only (with autograd
     recording, an ``x`` that requires grad is refused: the result would carry no gradient)."""
-    _check_input(x)
+    check_inputs(x)
     check_forward_only("row_sum", x=x)
     n_rows, n_cols = x.shape
     out = torch.empty(n_rows, dtype=x.dtype, device=x.device)
@@ -77,7 +77,7 @@ def row_sum(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _check_input(x: torch.Tensor) -> None:
+def check_inputs(x: torch.Tensor) -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.device.type != DEVICE:

@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.tiled_matmul.kernel import SUPPORTED_DTYPES, _check_inputs, grouped_tile, launch_config, leaky_relu
+from examples.tiled_matmul.kernel import SUPPORTED_DTYPES, check_inputs, grouped_tile, launch_config, leaky_relu
 
 
 # --8<-- [start:linear_bias_act]
@@ -73,7 +73,7 @@ def linear_bias_act(
     x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, activation: str | None = None
 ) -> torch.Tensor:
     """``act(x @ w + bias)`` for x (M, K), w (K, N), bias (N,), in one kernel."""
-    _check_inputs(x, w, activation, 8, "ieee")
+    check_inputs(x, w, activation, 8, "ieee")
     check_tensor("bias", bias, SUPPORTED_DTYPES)
     check_forward_only("linear_bias_act", x=x, w=w, bias=bias)
     (M, K), N = x.shape, w.shape[1]

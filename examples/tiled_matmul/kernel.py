@@ -210,7 +210,7 @@ def launch_config(dtype: torch.dtype) -> dict[str, int]:
 
 
 # --8<-- [start:launcher]
-def _check_inputs(a, b, activation, group_size_m, input_precision) -> None:
+def check_inputs(a, b, activation, group_size_m, input_precision) -> None:
     check_tensor("a", a, SUPPORTED_DTYPES)
     check_tensor("b", b, SUPPORTED_DTYPES)
     if a.dim() != 2 or b.dim() != 2:
@@ -258,7 +258,7 @@ def matmul(
     asks the same of every side) and ``num_warps``/``num_stages``. Forward only: with autograd
     recording, an input that requires grad is refused (the result would carry no gradient).
     """
-    _check_inputs(a, b, activation, group_size_m, input_precision)
+    check_inputs(a, b, activation, group_size_m, input_precision)
     check_forward_only("matmul", a=a, b=b)
     (M, K), N = a.shape, b.shape[1]
     if M * N > MAX_OFFSET:

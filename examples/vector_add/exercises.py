@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.vector_add.kernel import SUPPORTED_DTYPES, _check_inputs, _flat_stride
+from examples.vector_add.kernel import SUPPORTED_DTYPES, _flat_stride, check_inputs
 
 
 # --8<-- [start:axpy]
@@ -42,7 +42,7 @@ def axpy_kernel(
 def axpy(a: float, x: torch.Tensor, y: torch.Tensor, *, block_size: int = 1024) -> torch.Tensor:
     """``a * x + y`` for two tensors of one shape and dtype, read once each."""
     a = as_real("a", a)  # a Python or NumPy number
-    _check_inputs(x, y)  # the same rules as add(): device, dtype, shape, strides
+    check_inputs(x, y)  # the same rules as add(): device, dtype, shape, strides
     check_forward_only("axpy", x=x, y=y)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_elements = x.numel()

@@ -62,7 +62,7 @@ def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     Forward only: with autograd recording, an input that requires grad is
     refused, since the result would carry no gradient.
     """
-    _check_inputs(x, y)
+    check_inputs(x, y)
     check_forward_only("add", x=x, y=y)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n_elements = x.numel()
@@ -88,7 +88,7 @@ def _flat_stride(t: torch.Tensor) -> int:
     return 1 if t.is_contiguous() else t.stride(0)
 
 
-def _check_inputs(x: torch.Tensor, y: torch.Tensor) -> None:
+def check_inputs(x: torch.Tensor, y: torch.Tensor) -> None:
     for name, t in (("x", x), ("y", y)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")

@@ -50,7 +50,7 @@ def test_welford_row_stats(n):
 
 def test_add_layer_norm_rejects_rows_wider_than_one_pass():
     """The one-pass answer holds a whole row in registers: wider rows are a clear error."""
-    from examples.norm_launch import FWD_MAX_FUSED_COLS
+    from examples.norms.launch import FWD_MAX_FUSED_COLS
 
     n = FWD_MAX_FUSED_COLS + 1
     x, r = random_tensor((1, n)), random_tensor((1, n))

@@ -14,10 +14,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from examples import norm_launch
 from examples.layer_norm import kernel
 from examples.layer_norm.kernel import layer_norm, reference
-from examples.norm_launch import tile_config
+from examples.norms import launch as norm_launch
+from examples.norms.launch import tile_config
 from tests.norm_fixtures import norm_fixtures
 
 SHAPES = [(1, 1), (3, 7), (5, 127), (33, 1000), (2, 3, 1025), (4, 3001)]

@@ -47,7 +47,7 @@ def test_add_rms_norm_rejects_mismatched_residual():
 @pytest.mark.parametrize("op", ["offset", "add"])
 def test_one_pass_answers_reject_rows_wider_than_one_pass(op):
     """Both answers hold a whole row in registers: wider rows are a clear error."""
-    from examples.norm_launch import FWD_MAX_FUSED_COLS
+    from examples.norms.launch import FWD_MAX_FUSED_COLS
 
     n = FWD_MAX_FUSED_COLS + 1
     x, w = random_tensor((1, n)), random_tensor(n)

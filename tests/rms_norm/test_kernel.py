@@ -16,8 +16,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from examples import norm_launch
-from examples.norm_launch import tile_config
+from examples.norms import launch as norm_launch
+from examples.norms.launch import tile_config
 from examples.rms_norm import kernel
 from examples.rms_norm.kernel import reference, rms_norm
 from tests.norm_fixtures import norm_fixtures

@@ -228,7 +228,7 @@ def _expanded_dy_grads(op, reference, x, params):
 
 
 def test_an_expanded_upstream_gradient_is_read_in_place():
-    from examples.norm_launch import as_rows
+    from examples.norms.launch import as_rows
 
     dy = torch.ones(7, device=DEVICE).expand(5, 7)
     assert as_rows(dy).stride() == (0, 1) and as_rows(dy).data_ptr() == dy.data_ptr()  # no copy

@@ -131,7 +131,7 @@ def as_rows(t: torch.Tensor) -> torch.Tensor:
     return rows if rows.stride(-1) == 1 else rows.contiguous()
 
 
-def check_norm_inputs(op: str, x: torch.Tensor, eps, **params: torch.Tensor | None) -> None:
+def check_inputs(op: str, x: torch.Tensor, eps, **params: torch.Tensor | None) -> None:
     """``x`` of shape (..., N), each named parameter (``None`` allowed) of shape (N,) on
     x's device, a non-negative ``eps``, and few enough rows for int32 row indices."""
     check_tensor("x", x, SUPPORTED_DTYPES)
