@@ -87,10 +87,27 @@ def _tanh(u):
 def _transform(x, softcap, logit_scale, HAS_SOFTCAP: tl.constexpr, HAS_SCALE: tl.constexpr):
     z = x
     if HAS_SCALE:
-        z = z * logit_scale
+        z = _mul_rounded(z, logit_scale)
     if HAS_SOFTCAP:
-        z = softcap * _tanh(z / softcap)
+        z = _mul_rounded(_tanh(z / softcap), softcap)
     return z
+
+
+_INTERPRETED = tl.constexpr(INTERPRETED)
+
+
+@triton.jit
+def _mul_rounded(a, b):
+    """a·b, rounded to fp32 before anything uses it. Left to itself the compiler fuses a product into
+    the subtraction after it (a fused multiply-add, whose product is exact): sweep 2's z − lse then
+    sees a z that differs from the rounded one sweep 1 took the maximum of by up to half an fp32
+    step of z, hundreds at |z| ~ 1e10, and 2^that overflows. ``mul.rn`` is never fused."""
+    if _INTERPRETED:
+        return a * b
+    else:
+        return tl.inline_asm_elementwise(
+            "mul.rn.f32 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.float32, is_pure=True, pack=1
+        )
 
 
 # --8<-- [end:helpers]

@@ -456,8 +456,10 @@ def test_infinite_and_masked_logits_like_pytorch():
     logits[2] = -math.inf
     logits[3, 7] = math.inf
     for options in ({}, dict(label_smoothing=0.1), dict(softcap=3.0)):
-        loss, grad = ours(logits, target, grad_output=torch.ones(5), reduction="none", **options)
-        loss_ref, grad_ref = expected(logits, target, grad_output=torch.ones(5), reduction="none", **options)
+        loss, grad = ours(logits, target, grad_output=torch.ones(5, device=DEVICE), reduction="none", **options)
+        loss_ref, grad_ref = expected(
+            logits, target, grad_output=torch.ones(5, device=DEVICE), reduction="none", **options
+        )
         torch.testing.assert_close(loss.double(), loss_ref, equal_nan=True, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(grad.double(), grad_ref, equal_nan=True, rtol=1e-5, atol=1e-6)
 
