@@ -13,7 +13,9 @@ chapter's forward kernel) and reuse its launch heuristic.
 from __future__ import annotations
 
 import math
+import numbers
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -102,8 +104,9 @@ def softmax_temperature_kernel(
 
 def softmax_with_temperature(x: torch.Tensor, temperature: float) -> torch.Tensor:
     """``torch.softmax(x / temperature, dim=-1)`` in one pass (forward only)."""
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real):
         raise TypeError(f"temperature must be a Python number, got {type(temperature).__name__}")
+    temperature = float(temperature)  # a NumPy scalar too
     if not (temperature > 0 and math.isfinite(temperature)):
         raise ValueError(f"temperature must be positive and finite, got {temperature}")
     if 1.0 / temperature > torch.finfo(torch.float32).max:

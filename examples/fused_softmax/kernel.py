@@ -37,6 +37,32 @@ def naive_softmax(x: torch.Tensor) -> torch.Tensor:
 # --8<-- [end:reference]
 
 
+# --8<-- [start:row_span]
+@triton.jit
+def row_span(start, n_cols, VEC: tl.constexpr):
+    """Where the whole 16-byte vectors (``VEC`` values each) of a row that starts ``start`` elements
+    from the base lie: the first one's offset (``aligned``), the columns before it (the ``head``,
+    fewer than ``VEC``) and the columns of whole vectors from there on (the ``body``, a multiple of
+    ``VEC``). What is left after the body is the tail, fewer than ``VEC`` columns too."""
+    aligned = (start + VEC - 1) // VEC * VEC  # (1)!
+    head = tl.minimum(aligned - start, n_cols)
+    body = (n_cols - head) // VEC * VEC  # (2)!
+    return aligned, head, body
+
+
+@triton.jit
+def edge_columns(head, body, n_cols, VEC: tl.constexpr):
+    """The columns outside the body as one small block: lanes [0, VEC) hold the head's columns,
+    lanes [VEC, 2·VEC) the tail's; the mask keeps those that exist."""
+    lanes = tl.arange(0, 2 * VEC)
+    in_head = lanes < VEC
+    cols = tl.where(in_head, lanes, head + body + lanes - VEC)
+    return cols, (in_head & (lanes < head)) | (~in_head & (cols < n_cols))  # (3)!
+
+
+# --8<-- [end:row_span]
+
+
 # --8<-- [start:forward_kernel]
 @triton.jit
 def softmax_forward_kernel(
@@ -44,31 +70,62 @@ def softmax_forward_kernel(
     y_ptr,
     n_rows,
     n_cols,
-    x_row_stride,
-    y_row_stride,  # in elements
+    x_row_stride,  # in elements
+    y_shift,  # y's row stride minus x's
     BLOCK_M: tl.constexpr,  # rows per program
-    BLOCK_N: tl.constexpr,  # next power of two ≥ n_cols: the whole row
+    BLOCK_N: tl.constexpr,  # next power of two ≥ the widest body: the whole row but its edges
+    VEC: tl.constexpr,  # values in 16 bytes
+    EDGES: tl.constexpr,  # some row starts or ends inside a 16-byte vector
 ):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)  # (1)!
+    in_rows = (rows < n_rows)[:, None]  # (2)!
+    starts = rows * x_row_stride
+    aligned, head, body = row_span(starts, n_cols, VEC)
     cols = tl.arange(0, BLOCK_N)
-    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]  # (1)!
-    row_offsets = rows.to(tl.int64)[:, None]  # (2)!
+    mask = in_rows & (cols[None, :] < body[:, None])
+    body_offsets = aligned[:, None] + cols[None, :]
+    edge_cols, edge_mask = edge_columns(head[:, None], body[:, None], n_cols, VEC)
+    edge_mask = in_rows & edge_mask
+    edge_offsets = starts[:, None] + edge_cols
+    y_moved = (rows * y_shift)[:, None]
 
     x = tl.load(
-        x_ptr + row_offsets * x_row_stride + cols[None, :],
+        x_ptr + body_offsets,
         mask=mask,
         other=-float("inf"),  # (3)!
     ).to(tl.float32)  # (4)!
-    row_max = tl.max(x, axis=1)  # (5)!
-    numerator = tl.exp(x - row_max[:, None])  # (6)!
-    denominator = tl.sum(numerator, axis=1)  # (7)!
-    y = numerator / denominator[:, None]  # (8)!
+    if EDGES:  # loaded with the body, before the reductions wait on it
+        x_edge = tl.load(x_ptr + edge_offsets, mask=edge_mask, other=-float("inf")).to(tl.float32)
+    row_max = _per_row(tl.max(x, axis=1), BLOCK_M)  # (5)!
+    if EDGES:
+        row_max = tl.maximum(row_max, _per_row(tl.max(x_edge, axis=1), BLOCK_M))
+    numerator = tl.exp(x - row_max)  # (6)!
+    denominator = _per_row(tl.sum(numerator, axis=1), BLOCK_M)  # (7)!
+    if EDGES:
+        edge_numerator = tl.exp(x_edge - row_max)
+        denominator += _per_row(tl.sum(edge_numerator, axis=1), BLOCK_M)
+    y = numerator / denominator  # (8)!
 
     tl.store(
-        y_ptr + row_offsets * y_row_stride + cols[None, :],
+        y_ptr + y_moved + body_offsets,
         y.to(y_ptr.dtype.element_ty),
         mask=mask,  # (9)!
     )
+    if EDGES:
+        y_edge = edge_numerator / denominator
+        tl.store(y_ptr + y_moved + edge_offsets, y_edge.to(y_ptr.dtype.element_ty), mask=edge_mask)
+
+
+@triton.jit
+def _per_row(v, BLOCK_M: tl.constexpr):
+    """A per-row statistic, shaped to broadcast against a tile: a column, or a scalar when the tile
+    is one row. The scalar has no layout, so the edge block (its own small layout) takes it without
+    a round trip through shared memory: with a column, the compiler converted the edge block to the
+    body's layout, two more barriers per row, which a one-row program holding a whole SM cannot hide."""
+    if BLOCK_M == 1:
+        return tl.sum(v, axis=0)
+    else:
+        return v[:, None]
 
 
 # --8<-- [end:forward_kernel]
@@ -81,35 +138,51 @@ def softmax_online_forward_kernel(
     y_ptr,
     n_cols,
     x_row_stride,
-    y_row_stride,
+    y_shift,
     BLOCK_N: tl.constexpr,  # a chunk of the row; the row is wider
+    VEC: tl.constexpr,
+    EDGES: tl.constexpr,
+    KEEP: tl.constexpr,
+    STREAM: tl.constexpr,  # eviction hints: keep pass 1's reads in L2 for pass 2, stream pass 2's traffic
 ):
     row = tl.program_id(0).to(tl.int64)  # (1)!
-    x_row = x_ptr + row * x_row_stride
-    y_row = y_ptr + row * y_row_stride
+    start = row * x_row_stride
+    aligned, head, body = row_span(start, n_cols, VEC)
+    x_body = x_ptr + aligned
+    y_body = y_ptr + aligned + row * y_shift
+    edge_cols, edge_mask = edge_columns(head, body, n_cols, VEC)
+    if EDGES:
+        x_edge = tl.load(x_ptr + start + edge_cols, mask=edge_mask, other=-float("inf")).to(tl.float32)
 
-    # Pass 1: every lane keeps its own running maximum and running sum.
+    # Pass 1: every lane keeps its own running maximum and running sum over the body.
     running_max = tl.full([BLOCK_N], -float("inf"), tl.float32)  # (2)!
     running_sum = tl.zeros([BLOCK_N], tl.float32)
-    for start in range(0, n_cols, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)
-        x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
+    for chunk in range(0, body, BLOCK_N):
+        cols = chunk + tl.arange(0, BLOCK_N)
+        x = tl.load(x_body + cols, mask=cols < body, other=-float("inf"), eviction_policy=KEEP).to(tl.float32)
         new_max = tl.maximum(running_max, x)
         safe_max = tl.where(new_max == -float("inf"), 0.0, new_max)  # (3)!
         running_sum = running_sum * tl.exp(running_max - safe_max) + tl.exp(x - safe_max)  # (4)!
         running_max = new_max
 
-    # Combine the lanes: rescale each lane's sum to the row's maximum.
+    # Combine the lanes and the edges: rescale each lane's sum to the row's maximum.
     row_max = tl.max(running_max, axis=0)  # (5)!
+    if EDGES:
+        row_max = tl.maximum(row_max, tl.max(x_edge, axis=0))
     row_sum = tl.sum(running_sum * tl.exp(running_max - row_max), axis=0)  # (6)!
 
-    # Pass 2: read the row again and write the normalised values.
-    for start in range(0, n_cols, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)
-        mask = cols < n_cols
-        x = tl.load(x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)  # (7)!
+    # Pass 2: write the edges, read the body again and write the normalised values.
+    if EDGES:
+        edge_numerator = tl.exp(x_edge - row_max)
+        row_sum += tl.sum(edge_numerator, axis=0)
+        y_edge = edge_numerator / row_sum
+        tl.store(y_ptr + start + row * y_shift + edge_cols, y_edge.to(y_ptr.dtype.element_ty), mask=edge_mask)
+    for chunk in range(0, body, BLOCK_N):
+        cols = chunk + tl.arange(0, BLOCK_N)
+        mask = cols < body
+        x = tl.load(x_body + cols, mask=mask, other=-float("inf"), eviction_policy=STREAM).to(tl.float32)  # (7)!
         y = tl.exp(x - row_max) / row_sum
-        tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(y_body + cols, y.to(y_ptr.dtype.element_ty), mask=mask, eviction_policy=STREAM)
 
 
 # --8<-- [end:online_forward_kernel]
@@ -124,21 +197,38 @@ def softmax_backward_kernel(
     n_rows,
     n_cols,
     y_row_stride,
-    dy_row_stride,
-    dx_row_stride,
+    dy_shift,
+    dx_shift,  # dy's and dx's row strides minus y's
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    VEC: tl.constexpr,
+    EDGES: tl.constexpr,
 ):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    in_rows = (rows < n_rows)[:, None]
+    starts = rows * y_row_stride
+    aligned, head, body = row_span(starts, n_cols, VEC)
     cols = tl.arange(0, BLOCK_N)
-    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-    row_offsets = rows.to(tl.int64)[:, None]
+    mask = in_rows & (cols[None, :] < body[:, None])
+    body_offsets = aligned[:, None] + cols[None, :]
+    edge_cols, edge_mask = edge_columns(head[:, None], body[:, None], n_cols, VEC)
+    edge_mask = in_rows & edge_mask
+    edge_offsets = starts[:, None] + edge_cols
+    dy_moved, dx_moved = (rows * dy_shift)[:, None], (rows * dx_shift)[:, None]
 
-    y = tl.load(y_ptr + row_offsets * y_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)  # (1)!
-    dy = tl.load(dy_ptr + row_offsets * dy_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    dot = tl.sum(y * dy, axis=1)  # (2)!
-    dx = y * (dy - dot[:, None])  # (3)!
-    tl.store(dx_ptr + row_offsets * dx_row_stride + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    y = tl.load(y_ptr + body_offsets, mask=mask, other=0.0).to(tl.float32)  # (1)!
+    dy = tl.load(dy_ptr + dy_moved + body_offsets, mask=mask, other=0.0).to(tl.float32)
+    if EDGES:
+        y_edge = tl.load(y_ptr + edge_offsets, mask=edge_mask, other=0.0).to(tl.float32)
+        dy_edge = tl.load(dy_ptr + dy_moved + edge_offsets, mask=edge_mask, other=0.0).to(tl.float32)
+    dot = _per_row(tl.sum(y * dy, axis=1), BLOCK_M)  # (2)!
+    if EDGES:
+        dot += _per_row(tl.sum(y_edge * dy_edge, axis=1), BLOCK_M)
+    dx = y * (dy - dot)  # (3)!
+    tl.store(dx_ptr + dx_moved + body_offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+    if EDGES:
+        dx_edge = y_edge * (dy_edge - dot)
+        tl.store(dx_ptr + dx_moved + edge_offsets, dx_edge.to(dx_ptr.dtype.element_ty), mask=edge_mask)
 
 
 # --8<-- [end:backward_kernel]
@@ -152,30 +242,42 @@ def softmax_online_backward_kernel(
     dx_ptr,
     n_cols,
     y_row_stride,
-    dy_row_stride,
-    dx_row_stride,
+    dy_shift,
+    dx_shift,
     BLOCK_N: tl.constexpr,
+    VEC: tl.constexpr,
+    EDGES: tl.constexpr,
+    KEEP: tl.constexpr,
+    STREAM: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
-    y_row = y_ptr + row * y_row_stride
-    dy_row = dy_ptr + row * dy_row_stride
-    dx_row = dx_ptr + row * dx_row_stride
+    start = row * y_row_stride
+    aligned, head, body = row_span(start, n_cols, VEC)
+    edge_cols, edge_mask = edge_columns(head, body, n_cols, VEC)
+    y_body, dy_body, dx_body = y_ptr + aligned, dy_ptr + aligned + row * dy_shift, dx_ptr + aligned + row * dx_shift
+    if EDGES:
+        y_edge = tl.load(y_ptr + start + edge_cols, mask=edge_mask, other=0.0).to(tl.float32)
+        dy_edge = tl.load(dy_ptr + start + row * dy_shift + edge_cols, mask=edge_mask, other=0.0).to(tl.float32)
 
     partial_dot = tl.zeros([BLOCK_N], tl.float32)  # (1)!
-    for start in range(0, n_cols, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)
-        mask = cols < n_cols
-        y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32)
+    for chunk in range(0, body, BLOCK_N):
+        cols = chunk + tl.arange(0, BLOCK_N)
+        mask = cols < body
+        y = tl.load(y_body + cols, mask=mask, other=0.0, eviction_policy=KEEP).to(tl.float32)
+        dy = tl.load(dy_body + cols, mask=mask, other=0.0, eviction_policy=KEEP).to(tl.float32)
         partial_dot += y * dy
     dot = tl.sum(partial_dot, axis=0)  # (2)!
-
-    for start in range(0, n_cols, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)
-        mask = cols < n_cols
-        y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32)
-        tl.store(dx_row + cols, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)  # (3)!
+    if EDGES:
+        dot += tl.sum(y_edge * dy_edge, axis=0)
+        dx_edge = y_edge * (dy_edge - dot)
+        tl.store(dx_ptr + start + row * dx_shift + edge_cols, dx_edge.to(dx_ptr.dtype.element_ty), mask=edge_mask)
+    for chunk in range(0, body, BLOCK_N):
+        cols = chunk + tl.arange(0, BLOCK_N)
+        mask = cols < body
+        y = tl.load(y_body + cols, mask=mask, other=0.0, eviction_policy=STREAM).to(tl.float32)
+        dy = tl.load(dy_body + cols, mask=mask, other=0.0, eviction_policy=STREAM).to(tl.float32)
+        dx = y * (dy - dot)
+        tl.store(dx_body + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask, eviction_policy=STREAM)  # (3)!
 
 
 # --8<-- [end:online_backward_kernel]
@@ -187,6 +289,9 @@ MAX_FUSED_COLS = 32768
 ONLINE_BLOCK_N = 16384
 """Chunk width of the online kernels (a 16K chunk with 32 warps measured best at N = 65536)."""
 ONLINE_NUM_WARPS = 32
+ONLINE_KEEP, ONLINE_STREAM = "evict_last", "evict_first"
+"""Eviction hints of the online kernels: pass 1's reads stay in L2 for pass 2's re-read, pass 2's
+reads and writes are never used again. A scratch H100 run timed them a fifth faster at N = 128,256."""
 
 
 @functools.cache
@@ -210,6 +315,30 @@ def launch_config(n_cols: int) -> dict[str, int]:
 
 MIN_ELEMENTS_PER_PROGRAM = 2048
 VALUES_PER_THREAD = 16
+
+
+def dispatch(n_cols: int, element_size: int) -> tuple[str, dict[str, int]]:
+    """Which kernel a row of ``n_cols`` values takes, and its meta-parameters.
+
+    Every kernel reads a row as its body (whole 16-byte vectors, ``VEC`` values
+    each) plus at most ``2·(VEC − 1)`` edge columns, so the rule looks at the
+    widest body a row can have, ``n_cols`` rounded down to a multiple of ``VEC``:
+    a row of 4097 bf16 values gets the tile of a row of 4096, not one twice as
+    wide, and any row stride gets the same kernel as an aligned one.
+    """
+    vec = 16 // element_size
+    body = n_cols // vec * vec
+    if body <= MAX_FUSED_COLS:
+        return "one-pass", {**launch_config(max(body, 2 * vec)), "VEC": vec}  # (3)!
+    return "online", {
+        "BLOCK_N": ONLINE_BLOCK_N,
+        "num_warps": ONLINE_NUM_WARPS,
+        "VEC": vec,
+        "KEEP": ONLINE_KEEP,
+        "STREAM": ONLINE_STREAM,
+    }
+
+
 # --8<-- [end:launch_config]
 
 
@@ -223,24 +352,26 @@ def _as_rows(t: torch.Tensor) -> torch.Tensor:
     return rows if rows.stride(-1) == 1 else rows.contiguous()  # (2)!
 
 
+def has_edges(rows: torch.Tensor, vec: int) -> bool:
+    """Whether some row starts or ends inside a 16-byte vector: only then are the head and tail
+    columns compiled in (a width and row stride that are multiples of ``VEC`` have none)."""
+    return rows.shape[1] % vec != 0 or (rows.shape[0] > 1 and rows.stride(0) % vec != 0)
+
+
 def _forward(x: torch.Tensor) -> torch.Tensor:
     x_rows = _as_rows(x)
     n_rows, n_cols = x_rows.shape
     y_rows = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
-    if n_cols <= MAX_FUSED_COLS:  # (3)!
-        config = launch_config(n_cols)
+    if n_rows == 0:
+        return y_rows.view(x.shape)
+    strides = (x_rows.stride(0), y_rows.stride(0) - x_rows.stride(0))
+    kind, config = dispatch(n_cols, x.element_size())  # (3)!
+    config["EDGES"] = has_edges(x_rows, config["VEC"])
+    if kind == "one-pass":
         grid = (triton.cdiv(n_rows, config["BLOCK_M"]),)  # (4)!
-        softmax_forward_kernel[grid](x_rows, y_rows, n_rows, n_cols, x_rows.stride(0), y_rows.stride(0), **config)
+        softmax_forward_kernel[grid](x_rows, y_rows, n_rows, n_cols, *strides, **config)
     else:
-        softmax_online_forward_kernel[(n_rows,)](  # (5)!
-            x_rows,
-            y_rows,
-            n_cols,
-            x_rows.stride(0),
-            y_rows.stride(0),
-            BLOCK_N=ONLINE_BLOCK_N,
-            num_warps=ONLINE_NUM_WARPS,
-        )
+        softmax_online_forward_kernel[(n_rows,)](x_rows, y_rows, n_cols, *strides, **config)  # (5)!
     return y_rows.view(x.shape)
 
 
@@ -248,15 +379,16 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     y_rows, dy_rows = _as_rows(y), _as_rows(dy)
     n_rows, n_cols = y_rows.shape
     dx_rows = torch.empty((n_rows, n_cols), dtype=y.dtype, device=y.device)
-    strides = (y_rows.stride(0), dy_rows.stride(0), dx_rows.stride(0))
-    if n_cols <= MAX_FUSED_COLS:
-        config = launch_config(n_cols)
+    if n_rows == 0:
+        return dx_rows.view(y.shape)
+    strides = (y_rows.stride(0), dy_rows.stride(0) - y_rows.stride(0), dx_rows.stride(0) - y_rows.stride(0))
+    kind, config = dispatch(n_cols, y.element_size())
+    config["EDGES"] = has_edges(y_rows, config["VEC"])
+    if kind == "one-pass":
         grid = (triton.cdiv(n_rows, config["BLOCK_M"]),)
         softmax_backward_kernel[grid](y_rows, dy_rows, dx_rows, n_rows, n_cols, *strides, **config)
     else:
-        softmax_online_backward_kernel[(n_rows,)](
-            y_rows, dy_rows, dx_rows, n_cols, *strides, BLOCK_N=ONLINE_BLOCK_N, num_warps=ONLINE_NUM_WARPS
-        )
+        softmax_online_backward_kernel[(n_rows,)](y_rows, dy_rows, dx_rows, n_cols, *strides, **config)
     return dx_rows.view(y.shape)
 
 
@@ -289,17 +421,18 @@ class _Softmax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy: torch.Tensor) -> torch.Tensor:
         (y,) = ctx.saved_tensors
+        if torch.is_grad_enabled():  # (2)!
+            y32, dy32 = y.float(), dy.float()
+            return (y32 * (dy32 - (y32 * dy32).sum(-1, keepdim=True))).to(y.dtype)
         return _backward(y, dy)
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last dimension; differentiable with respect to ``x``."""
+    """Softmax over the last dimension; differentiable with respect to ``x``, twice."""
     _check_input(x)
-    if x.numel() == 0:  # rows of a valid width, but no rows
-        return torch.empty_like(x).requires_grad_(x.requires_grad)
     if x.requires_grad and torch.is_grad_enabled():
         return _Softmax.apply(x)
-    return _forward(x)  # (2)!
+    return _forward(x)  # (3)!
 
 
 # --8<-- [end:autograd]

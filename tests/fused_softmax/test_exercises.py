@@ -10,6 +10,7 @@ import math
 from academy import DEVICE
 from academy.testing import FLOAT_DTYPES, assert_close, poison_allocations, random_tensor
 
+import numpy as np
 import pytest
 import torch
 
@@ -87,3 +88,9 @@ def test_temperature_keeps_masked_entries_at_zero():
 def test_temperature_rejects_bad_values(temperature, error):
     with pytest.raises(error, match="temperature"):
         softmax_with_temperature(random_tensor((2, 8)), temperature)
+
+
+def test_temperature_accepts_numpy_scalars():
+    x = random_tensor((3, 50), scale=2.0)
+    for t in (np.float32(0.5), np.float64(2.0), np.int64(3)):
+        assert_close(softmax_with_temperature(x, t), torch.softmax(x.double() / float(t), -1), dtype=torch.float32)

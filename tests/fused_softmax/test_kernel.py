@@ -7,6 +7,7 @@ from academy.testing import FLOAT_DTYPES, assert_close, cancellation_tolerance, 
 
 import pytest
 import torch
+import triton
 
 from examples.fused_softmax import kernel
 from examples.fused_softmax.kernel import launch_config, naive_softmax, reference, softmax
@@ -133,6 +134,17 @@ def test_empty_batch_returns_empty():
     assert softmax(x).shape == (0, 10)
 
 
+def test_zero_rows_keep_the_autograd_graph():
+    """No rows is still a differentiable call: the upstream tensors get (empty or zero) gradients, as
+    with torch.softmax, instead of None from a graph cut at a fresh leaf."""
+    a = random_tensor((4, 10), requires_grad=True)
+    x = a[:0] * 2
+    y = softmax(x)
+    assert y.shape == (0, 10) and y.requires_grad
+    y.sum().backward()
+    assert a.grad is not None and torch.equal(a.grad, torch.zeros_like(a))
+
+
 @pytest.mark.parametrize("n_cols", [1, 100, 1024, 4096, 32768])
 def test_launch_config_fits_the_row(n_cols):
     config = launch_config(n_cols)
@@ -171,3 +183,82 @@ def test_row_offsets_beyond_int32():
     y = softmax(x)
     tail = slice(n_rows - 3, n_rows)
     assert_close(y[tail], reference(x[tail]), dtype=torch.bfloat16)
+
+
+# --- Odd widths: rows whose start is not a multiple of 16 bytes (issue 25) ---
+
+
+@pytest.mark.parametrize("n_cols", [1, 3, 5, 9, 17, 67, 301])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_odd_widths_every_row_alignment(n_cols, dtype, path):
+    """Each row is read as a head, a body of whole 16-byte vectors and a tail: 9 rows of an odd width
+    start at every offset modulo the vector; widths below one vector have no body at all; an odd row
+    stride (a column window of a wider tensor) moves every row start again."""
+    for x in (random_tensor((9, n_cols), dtype, scale=3.0), random_tensor((9, n_cols + 5), dtype, scale=3.0)[:, 2:-3]):
+        x.requires_grad_()
+        dy = random_tensor((9, n_cols), dtype)
+        y = softmax(x)
+        y.backward(dy)
+        y_expected, _ = _float64_softmax_and_grad(x, dy)
+        y_torch, _ = _torch_softmax_and_grad(x, dy, dtype)
+        assert_close(y, y_expected, dtype=dtype, baseline=y_torch, name="y")
+        y64, dy64 = y.detach().double(), dy.double()
+        dx_given_y = y64 * (dy64 - (y64 * dy64).sum(-1, keepdim=True))
+        assert_close(x.grad, dx_given_y, tol=_dx_tolerance(y_expected, dy, dtype), name="dx from the saved y")
+
+
+ROUND_WIDTH = {4097: 4096, 4095: 4096, 32001: 32000, 32775: 32768, 50257: 50304, 50264: 50304}
+
+
+@pytest.mark.parametrize("odd, round_", list(ROUND_WIDTH.items()))
+def test_dispatch_follows_the_body_not_the_row(odd, round_):
+    """The kernel and tile are chosen from the widest body, the width rounded down to whole 16-byte
+    vectors: an odd width takes the kernel and tile of the round width next to it (4097 bf16 values
+    are not a tile of 8192), and a row a few values past MAX_FUSED_COLS stays in registers."""
+    assert kernel.dispatch(odd, 2) == kernel.dispatch(round_, 2)
+    kind, config = kernel.dispatch(odd, 2)
+    assert config["VEC"] == 8 and kernel.dispatch(odd, 4)[1]["VEC"] == 4
+    assert kind == ("one-pass" if round_ <= kernel.MAX_FUSED_COLS else "online")
+    if kind == "one-pass":
+        assert config["BLOCK_N"] == triton.next_power_of_2(round_ // 8 * 8)
+
+
+def test_dispatch_of_widths_below_one_vector():
+    kind, config = kernel.dispatch(3, 2)
+    assert kind == "one-pass" and config == {**launch_config(16), "VEC": 8}
+
+
+def test_second_derivative_through_softmax_is_exact():
+    """A gradient penalty differentiates the backward: with create_graph=True the backward is written
+    in differentiable PyTorch operations (the kernel's backward has no derivative of its own)."""
+    x = random_tensor((5, 37), scale=2.0, requires_grad=True)
+    w = random_tensor((5, 37))
+    (g,) = torch.autograd.grad((softmax(x) * w).sum(), x, create_graph=True)
+    penalty = g.square().sum() + (softmax(x) * w).sum()
+    penalty.backward()
+    x64 = x.detach().double().requires_grad_()
+    (g64,) = torch.autograd.grad((torch.softmax(x64, -1) * w.double()).sum(), x64, create_graph=True)
+    (g64.square().sum() + (torch.softmax(x64, -1) * w.double()).sum()).backward()
+    assert_close(g, g64, dtype=torch.float32, name="first derivative")
+    assert_close(x.grad, x64.grad, dtype=torch.float32, name="gradient of the penalty")
+
+
+@pytest.mark.skipif(INTERPRETED, reason="bf16 arithmetic is wrong in the interpreter; GPU-size rows")
+@pytest.mark.parametrize("n_cols", [4097, 32001, 50257])
+@pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "column-window"])
+def test_odd_widths_bf16_on_gpu(n_cols, strided):
+    """Real odd widths in bf16 on the GPU, one-pass and online, where the loads are compiled to 16-byte
+    vectors: a wrong alignment would be a wrong value."""
+    if strided:
+        x = random_tensor((33, n_cols + 9), torch.bfloat16, scale=3.0)[:, 5 : 5 + n_cols]
+    else:
+        x = random_tensor((33, n_cols), torch.bfloat16, scale=3.0)
+    x.requires_grad_()
+    dy = random_tensor((33, n_cols), torch.bfloat16)
+    y = softmax(x)
+    y.backward(dy)
+    y_expected, dx_expected = _float64_softmax_and_grad(x, dy)
+    y_torch, dx_torch = _torch_softmax_and_grad(x, dy, torch.bfloat16)
+    assert_close(y, y_expected, dtype=torch.bfloat16, baseline=y_torch, name="y")
+    dx_tol = _dx_tolerance(y_expected, dy, torch.bfloat16)
+    assert_close(x.grad, dx_expected, tol=dx_tol, baseline=dx_torch, name="dx")
