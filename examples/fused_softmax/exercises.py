@@ -23,7 +23,7 @@ import triton.language as tl
 from examples.fused_softmax.kernel import (
     MAX_FUSED_COLS,
     _as_rows,
-    _check_input,
+    check_inputs,
     launch_config,
 )
 
@@ -60,7 +60,7 @@ def log_softmax_kernel(
 
 def log_softmax(x: torch.Tensor) -> torch.Tensor:
     """``torch.log_softmax(x, dim=-1)`` for rows of at most ``MAX_FUSED_COLS`` values (forward only)."""
-    _check_input(x)
+    check_inputs(x)
     _check_width(x)
     x_rows = _as_rows(x)
     n_rows, n_cols = x_rows.shape
@@ -111,7 +111,7 @@ def softmax_with_temperature(x: torch.Tensor, temperature: float) -> torch.Tenso
         raise ValueError(f"temperature must be positive and finite, got {temperature}")
     if 1.0 / temperature > torch.finfo(torch.float32).max:
         raise ValueError(f"temperature {temperature} is so small that 1/temperature overflows fp32")
-    _check_input(x)
+    check_inputs(x)
     _check_width(x)
     x_rows = _as_rows(x)
     n_rows, n_cols = x_rows.shape

@@ -392,7 +392,7 @@ def _backward(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     return dx_rows.view(y.shape)
 
 
-def _check_input(x: torch.Tensor) -> None:
+def check_inputs(x: torch.Tensor) -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.device.type != DEVICE:
@@ -429,7 +429,7 @@ class _Softmax(torch.autograd.Function):
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dimension; differentiable with respect to ``x``, twice."""
-    _check_input(x)
+    check_inputs(x)
     if x.requires_grad and torch.is_grad_enabled():
         return _Softmax.apply(x)
     return _forward(x)  # (3)!
