@@ -1,6 +1,6 @@
 """Triton Academy: the package behind the handbook.
 
-Importing :mod:`academy` decides where kernels run, once, before any kernel is
+Importing [`academy`][] decides where kernels run, once, before any kernel is
 defined:
 
 * on a machine with a CUDA GPU, kernels are compiled and run on it;

@@ -73,7 +73,8 @@ class Chapter:
         return sorted(found)
 
     def code_hash(self) -> str:
-        """:func:`code_hash` of ``kernel.py`` alone, or of every file in :meth:`code_files`.
+        """[`code_hash`][academy.chapters.code_hash] of ``kernel.py`` alone, or of every file in
+        [`code_files`][academy.chapters.Chapter.code_files].
 
         The files' hashes are combined without their paths, so moving a shared
         module to another folder leaves the results that measured it fresh.
@@ -93,7 +94,7 @@ def code_hash(source: str) -> str:
     of imports leave it unchanged, so
     editing an annotation on a page does not make the published numbers look
     stale, while any change to the code or its docstrings does. The tree is
-    written out by :func:`_tree_text` rather than ``ast.dump``, whose output
+    written out by `_tree_text` rather than ``ast.dump``, whose output
     differs between Python versions, and results are measured under whatever
     Python the GPU machine has.
     """

@@ -1,6 +1,6 @@
 """The model zoo: real model configurations, and the distinct shapes they give each chapter.
 
-One table, :data:`MODELS`, of published configurations. Every value is read
+One table, `MODELS`, of published configurations. Every value is read
 from the model's ``config.json`` on the Hugging Face Hub (``Model.repo``,
 ``Model.file``); the field docs below name the config key each value comes
 from, and a model whose config spells a value differently says so in
@@ -261,7 +261,7 @@ class Shared:
 
 
 def distinct(pairs: Iterable[tuple[K, str]], key: Callable[[K], object] | None = None) -> list[Shared]:
-    """(value, model name) pairs → one :class:`Shared` per distinct value, sorted by ``key``
+    """(value, model name) pairs → one `Shared` per distinct value, sorted by ``key``
     (the value itself by default), each naming its models once, in table order."""
     shared: dict[K, list[str]] = {}
     for value, name in pairs:
@@ -273,7 +273,7 @@ def distinct(pairs: Iterable[tuple[K, str]], key: Callable[[K], object] | None =
 
 
 def sweep(name: str, x: str, shared: Sequence[Shared], shape: Callable[[Any], Mapping[str, int]], **fields):
-    """A benchmark :class:`~academy.bench.spec.Sweep` with one shape per distinct value,
+    """A benchmark [`Sweep`][academy.bench.spec.Sweep] with one shape per distinct value,
     ``shape(value)``, labelled with the value's models; ``fields`` are the sweep's others."""
     from academy.bench.spec import Sweep
 
@@ -312,7 +312,7 @@ PROJECTION_KINDS = ("qkv", "o", "q_a", "q_b", "kv_a", "kv_b", "gate_up", "up", "
 
 
 def model_projections(m: Model) -> dict[str, Projection]:
-    """The weights a layer multiplies by (kinds from :data:`PROJECTION_KINDS`), with Q, K and V fused
+    """The weights a layer multiplies by (kinds from `PROJECTION_KINDS`), with Q, K and V fused
     into one weight and gate and up fused into one, as inference engines and Phi-3 store them.
     DeepSeek's latent attention has five projections instead of QKV. A model whose every MLP is MoE
     (Mixtral) lists one expert's as its MLP; one with both (DeepSeek) adds ``expert_*``."""
@@ -340,7 +340,7 @@ def model_projections(m: Model) -> dict[str, Projection]:
 
 
 def projections(models: Sequence[Model] = MODELS, kinds: Sequence[tuple[str, str]] | None = None) -> list[Shared]:
-    """Distinct projection shapes (:class:`Projection`), labelled "model kind"; ``kinds``, if given,
+    """Distinct projection shapes (`Projection`), labelled "model kind"; ``kinds``, if given,
     keeps only those (model name, kind) pairs, in that order."""
     pairs = [(p, f"{m.name} {kind}") for m in models for kind, p in model_projections(m).items()]
     if kinds is None:

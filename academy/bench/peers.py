@@ -76,7 +76,7 @@ def peer_versions() -> dict[str, str]:
 
 
 def host_synchronising(op: Callable) -> Callable:
-    """Mark ``op`` as synchronising with the host (see :func:`liger`)."""
+    """Mark ``op`` as synchronising with the host (see [`liger`][academy.bench.peers.liger])."""
 
     def call(*args, **kwargs):
         return op(*args, **kwargs)

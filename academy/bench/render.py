@@ -1,6 +1,6 @@
 """Turn a results file into what a page shows: tables, plots, quoted numbers.
 
-Every function here is pure: it takes :class:`~academy.bench.results.Results`
+Every function here is pure: it takes `Results`
 (already loaded) and returns Markdown or SVG text. Nothing here knows about
 MkDocs; ``academy/site/pages.py`` only finds the files and calls these.
 
@@ -100,7 +100,7 @@ def shape_text(params: Mapping[str, int]) -> str:
 
 def order_providers(providers: Iterable[str]) -> list[str]:
     """Ours first, then our own variants in first-seen order, then the known peers in
-    :data:`PEER_ORDER`, then the rest sorted."""
+    [`PEER_ORDER`][academy.bench.render.PEER_ORDER], then the rest sorted."""
     seen = list(dict.fromkeys(providers))
     present = set(seen)
     ordered = [OURS] if OURS in present else []

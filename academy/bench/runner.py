@@ -2,7 +2,7 @@
 
 For every case of the chapter's spec, each provider is first checked against
 the reference on the case's inputs (a fast wrong kernel is not a result), then
-timed as described in :data:`TIMING`. The ceilings are measured in the same
+timed as described in `TIMING`. The ceilings are measured in the same
 run, so each rate is divided by a ceiling of the same machine on the same day.
 
 Why CUDA graphs: on the lent machines, the CPU side of one forward+backward
@@ -154,7 +154,7 @@ def time_graph_ms(
     reset: Callable[[], None],
 ) -> tuple[float, float, float]:
     """(median, p20, p80) in ms of one call, from replays of a graph that runs every thunk once
-    (:func:`capture_graph` says what ``release`` and ``reset`` do)."""
+    ([`capture_graph`][academy.bench.runner.capture_graph] says what ``release`` and ``reset`` do)."""
     return time_graphs_ms({"": (capture_graph(thunks, release, reset), len(thunks))})[""]
 
 

@@ -123,7 +123,7 @@ class BenchSpec:
         return [sweep.name for sweep in self.sweeps if any(selects(name, sweep.name) for name in names)]
 
     def cases(self, quick: bool = False, sweeps: Sequence[str] | None = None) -> Iterator[Case]:
-        """Every case, in sweep order; ``sweeps`` selects sweeps as :meth:`sweep_names` does."""
+        """Every case, in sweep order; ``sweeps`` selects sweeps as `sweep_names` does."""
         selected = None if sweeps is None else set(self.sweep_names(sweeps))
         for sweep in self.sweeps:
             if selected is not None and sweep.name not in selected:

@@ -3,7 +3,7 @@
 For each mode and each set of sweeps (all of them, the model-zoo sweeps, the
 others): the geometric mean and the worst of the ratios *best peer's median ÷
 ours* over the cases that have both (above 1: ours is faster; the same ratio
-as the tables, :func:`academy.bench.render.compare`), the worst case, and the
+as the tables, `academy.bench.render.compare`), the worst case, and the
 median of ours as a fraction of its ceiling. Peers are the providers not named
 ``academy`` or ``academy:*``.
 """
@@ -19,7 +19,7 @@ from academy.bench.render import compare
 from academy.bench.results import OURS, Results, Row
 
 MODELS_PREFIX = "models"
-"""Sweeps generated from the model zoo (:mod:`academy.bench.models`) are named ``models…``."""
+"""Sweeps generated from the model zoo (`academy.bench.models`) are named ``models…``."""
 
 
 def is_models_sweep(sweep: str) -> bool:
@@ -68,7 +68,7 @@ def _cases(rows: list[Row]) -> dict[tuple, dict[str, Row]]:
 def summarize(
     results: Results, sweep_sets: Mapping[str, Callable[[str], bool]] = SWEEP_SETS, *, keep_empty: bool = False
 ) -> list[Summary]:
-    """One :class:`Summary` per (sweep set, mode), in the order of ``sweep_sets`` then the file's modes;
+    """One `Summary` per (sweep set, mode), in the order of ``sweep_sets`` then the file's modes;
     sets with no case of ours in a mode are left out unless ``keep_empty``."""
     modes = list(dict.fromkeys(row.mode for row in results.rows))
     out = []

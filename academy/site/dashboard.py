@@ -1,12 +1,12 @@
 """The performance dashboard: every kernel × shape × GPU on one page, from the results files only.
 
-``render_dashboard`` is pure (results in, Markdown out); :func:`dashboard`
+``render_dashboard`` is pure (results in, Markdown out); [`dashboard`][academy.site.dashboard.dashboard]
 finds the files, and the MkDocs hook expands ``<!-- bench:dashboard -->`` with
 it (``docs/dashboard.md``).
 
 It opens with **the summary at a glance**: one line per chapter and GPU with,
 per mode, the geometric mean and the worst of ours against the best peer over
-every measured case (:func:`academy.bench.summary.summarize`), the worst case,
+every measured case (`academy.bench.summary.summarize`), the worst case,
 the median % of the ceiling, and the run's date and commit; each line links to
 the chapter's detail section. Then one section per chapter (linked to the chapter's page), one table per chapter
 with a line per GPU × sweep × shape × dtype × mode, in the results file's order:
@@ -14,9 +14,9 @@ our median time and rate, **% of the ceiling that fits the row's metric**
 (copy ceiling for bandwidth rows, matmul ceiling for compute rows: a chapter may
 mix both), and the ratio to the best *peer* (``academy:<variant>`` stages are
 ours, never peers), with that peer's name. A results file measured on older code
-than the chapter's current :meth:`~academy.chapters.Chapter.code_hash` is marked
+than the chapter's current [`code_hash`][academy.chapters.Chapter.code_hash] is marked
 stale on every one of its lines. Numbers are formatted by
-:mod:`academy.bench.render`, so the dashboard and the chapter pages agree.
+[`academy.bench.render`][], so the dashboard and the chapter pages agree.
 """
 
 from __future__ import annotations

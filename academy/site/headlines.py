@@ -1,7 +1,7 @@
 """A chapter's headline cases: the shapes its summary and the overview quote.
 
 They are ``SPEC.headline`` in ``examples/<slug>/bench.py``. Both the pages
-(:mod:`academy.site.pages`) and the prose check (:mod:`academy.site.prose_numbers`)
+([`academy.site.pages`][]) and the prose check ([`academy.site.prose_numbers`][])
 read them, so they live below both.
 """
 

@@ -1,19 +1,19 @@
-"""MkDocs hook: a thin adapter between MkDocs' events and :mod:`academy.site`.
+"""MkDocs hook: a thin adapter between MkDocs' events and [`academy.site`][].
 
 The work is done by plain modules that know nothing of MkDocs:
 
-* ``on_config`` reloads the site's modules (:func:`academy.site.reloading.reload_modules`,
+* ``on_config`` reloads the site's modules (`academy.site.reloading.reload_modules`,
   so ``mkdocs serve`` rebuilds with the code as it is now) and makes the
-  build's :class:`academy.site.pages.Build`, kept in the config under
-  :data:`BUILD_KEY`: everything that lasts across one build lives there;
+  build's [`academy.site.pages.Build`][], kept in the config under
+  `BUILD_KEY`: everything that lasts across one build lives there;
 * ``on_page_markdown`` expands the ``<!-- bench:... -->`` directives and checks
-  the prose's numbers (:meth:`~academy.site.pages.Build.page_markdown`);
+  the prose's numbers ([`page_markdown`][academy.site.pages.Build.page_markdown]);
 * ``on_page_content`` puts the verified-with badge under a chapter page's title,
-  Markdown or notebook (:meth:`~academy.site.pages.Build.page_html`);
+  Markdown or notebook ([`page_html`][academy.site.pages.Build.page_html]);
 * ``on_post_build`` drops code blocks from the search index
-  (:mod:`academy.site.search_index`).
+  (`academy.site.search_index`).
 
-A page that cannot be built (:class:`~academy.site.pages.PageError`) fails the
+A page that cannot be built ([`PageError`][academy.site.pages.PageError]) fails the
 build with MkDocs' ``PluginError``.
 """
 

@@ -3,10 +3,10 @@
 A notebook page cannot use the snippet includes and hook directives of the
 Markdown pages, so these functions do the same jobs from a code cell:
 
-* :func:`show` displays a named section of a file under ``examples/``;
-* :func:`answer` displays an exercise's answer in a collapsed block;
-* :func:`bench_table` and :func:`bench_plot` render committed GPU results
-  with the chapter pages' own views (:meth:`academy.site.pages.Build.views`),
+* [`show`][academy.site.notebook.show] displays a named section of a file under ``examples/``;
+* [`answer`][academy.site.notebook.answer] displays an exercise's answer in a collapsed block;
+* [`bench_table`][academy.site.notebook.bench_table] and [`bench_plot`][academy.site.notebook.bench_plot]
+  render committed GPU results with the chapter pages' own views ([`academy.site.pages.Build.views`][]),
   one after another instead of in tabs (a note when nothing is measured yet).
 """
 

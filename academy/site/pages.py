@@ -1,9 +1,9 @@
 """The pages: the ``<!-- bench:... -->`` directive language and what a page becomes.
 
 Plain text in, plain text out, no MkDocs: the build hook
-(:mod:`academy.site.hooks`) hands every page to a :class:`Build`, and the
-tutorials' helpers (:mod:`academy.site.notebook`) draw the same per-GPU views
-from a code cell with :meth:`Build.views`.
+(`academy.site.hooks`) hands every page to a [`Build`][academy.site.pages.Build], and the
+tutorials' helpers ([`academy.site.notebook`][]) draw the same per-GPU views
+from a code cell with [`Build.views`][academy.site.pages.Build.views].
 
 Syntax (an HTML comment alone on its line, outside code fences; may be indented,
 the output keeps the indentation)::
@@ -17,11 +17,11 @@ the output keeps the indentation)::
     <!-- bench:dashboard -->
     <!-- bench:verified SLUG -->
 
-``dashboard`` is every kernel × shape × GPU (:mod:`academy.site.dashboard`);
-``verified`` is the verified-with badge (:mod:`academy.site.verified`), which
-:meth:`Build.page_html` also inserts by itself right under the title of every
+``dashboard`` is every kernel × shape × GPU ([`academy.site.dashboard`][]);
+``verified`` is the verified-with badge ([`academy.site.verified`][]), which
+[`Build.page_html`][academy.site.pages.Build.page_html] also inserts by itself right under the title of every
 chapter page, Markdown or notebook, that does not place it with the directive.
-Every ``kernels/*.md`` page is also checked by :mod:`academy.site.prose_numbers`:
+Every ``kernels/*.md`` page is also checked by [`academy.site.prose_numbers`][]:
 prose that quotes a measurement missing from the chapter's results files fails
 the build.
 
@@ -84,7 +84,7 @@ class Directive:
 
 
 def make_directive(name: str, positional: Sequence[str] = (), options: Iterable[tuple[str, str]] = ()) -> Directive:
-    """A checked :class:`Directive`: known name, allowed keys given once with a value, one slug where needed."""
+    """A checked `Directive`: known name, allowed keys given once with a value, one slug where needed."""
     if name not in DIRECTIVES:
         raise DirectiveError(f"unknown directive bench:{name}; expected one of: {', '.join(DIRECTIVES)}")
     needs_slug, allowed = DIRECTIVES[name]
@@ -106,7 +106,7 @@ def make_directive(name: str, positional: Sequence[str] = (), options: Iterable[
 
 
 def parse_directive(body: str) -> Directive:
-    """``"table fused_softmax sweep=M=8192"`` (the text after ``bench:``) -> :class:`Directive`."""
+    """``"table fused_softmax sweep=M=8192"`` (the text after ``bench:``) -> `Directive`."""
     try:
         tokens = shlex.split(body)
     except ValueError as err:
@@ -282,7 +282,8 @@ class Build:
         return not_measured(d.slug)
 
     def page_markdown(self, markdown: str, src_path: str) -> str:
-        """A Markdown page, prose checked and directives expanded; :class:`PageError` when it cannot be built."""
+        """A Markdown page, prose checked and directives expanded; [`PageError`][academy.site.pages.PageError]
+        when it cannot be built."""
         if src_path.startswith("kernels/") and src_path.endswith(".md"):
             problems = check_markdown(markdown, src_path)
             if problems:

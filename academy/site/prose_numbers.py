@@ -41,7 +41,7 @@ measured peak memory as a ratio (``1.50×`` the memory of eager), which is check
 
 **When a quoted measurement passes.** When it equals a number the page's
 results can render, of the same kind of unit, either exactly as
-:func:`academy.bench.render.fmt` formats it, or as that value rounded to the
+[`academy.bench.render.fmt`][] formats it, or as that value rounded to the
 precision the prose uses, provided the prose keeps at least two significant
 figures (``2,948.7 GB/s`` may be quoted as ``2,950 GB/s`` or ``2,900 GB/s``;
 ``0.97×`` may not be quoted as ``1×``). The numbers a page's results can
@@ -55,9 +55,10 @@ hook renders for every table, memory table, plot and summary.
 A page whose chapter has no results file yet may quote no measurement at all.
 Placeholder pages (a single ``# ... (placeholder`` line) are skipped.
 
-Public API: :func:`find_quantities` (the prose side), :func:`measured_numbers`
-(the results side), :func:`check_page` (both: a list of problems) and
-:func:`check_markdown` (what :mod:`academy.site.pages` calls for every kernel page).
+Public API: [`find_quantities`][academy.site.prose_numbers.find_quantities] (the prose side),
+[`measured_numbers`][academy.site.prose_numbers.measured_numbers] (the results side), `check_page`
+(both: a list of problems) and [`check_markdown`][academy.site.prose_numbers.check_markdown]
+(what [`academy.site.pages`][] calls for every kernel page).
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Registered by the root ``conftest.py``; it does nothing unless the environment
 variable ``ACADEMY_RECORD_VERIFIED`` is ``1``. Then, at the end of the session,
-for every chapter whose test files (:func:`academy.site.verified.test_files_of`: the
+for every chapter whose test files ([`academy.site.verified.test_files_of`][]: the
 files under ``tests/<slug>/``) were *all* collected, with no test deselected, every collected test reported, and none
 failed or errored, it writes ``examples/<slug>/verified/<key>.json``
-(:func:`academy.site.verified.save`). Skipped tests are allowed (bf16 end-to-end
+(`academy.site.verified.save`). Skipped tests are allowed (bf16 end-to-end
 checks are GPU-only) and counted. A chapter with any failure, or only part of
 whose tests ran (``-k``, ``-x``, a single file), is not recorded, and an older
 record of it is left as it was.

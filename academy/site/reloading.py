@@ -3,13 +3,13 @@
 MkDocs imports the build hook once per process, and Python keeps every module
 it imported: an edit to ``academy/bench/render.py`` triggers a rebuild
 (``mkdocs.yml`` watches ``academy/``) but the page would keep the old output.
-So the hook's ``on_config`` calls :func:`reload_modules` at the start of every
-build: each module of :data:`RELOADED` already imported is reloaded, after the
+So the hook's ``on_config`` calls `reload_modules` at the start of every
+build: each module of `RELOADED` already imported is reloaded, after the
 ``academy`` modules it imports, so ``from academy.bench.render import table``
 in a later one binds the new ``table``.
 
-The order comes from :func:`import_graph`, read from the source with
-:mod:`ast` (imports at module level and inside functions both);
+The order comes from `import_graph`, read from the source with
+`ast` (imports at module level and inside functions both);
 ``tests/site/test_imports.py`` checks that the graph has no cycle.
 """
 

@@ -1,18 +1,18 @@
 """Verified-with records: which torch / Triton a chapter's tests passed with, where.
 
-A record is written by the pytest plugin :mod:`academy.site.pytest_verified` (active
+A record is written by the pytest plugin `academy.site.pytest_verified` (active
 when ``ACADEMY_RECORD_VERIFIED=1``) after a run in which *every* test of a
 chapter ran and none failed, into ``examples/<slug>/verified/<key>.json``:
 ``cpu.json`` for the Triton interpreter, ``h100.json`` (the
-:func:`academy.bench.results.gpu_key` of the device) on a GPU. The pages show
+[`academy.bench.results.gpu_key`][] of the device) on a GPU. The pages show
 the records as a badge right under the chapter's title
-(:func:`academy.site.pages.insert_badge` puts it there), so no version is ever typed by hand:
+([`academy.site.pages.insert_badge`][] puts it there), so no version is ever typed by hand:
 
     Verified: CPU interpreter — torch 2.13.0, triton 3.9.0 (2026-11-22) ·
     H100 (sm_90) — torch 2.11.0, triton 3.6.0 (2026-11-22) · fast path needs sm_90 (TMA)
 
 A record whose ``code_hash`` differs from the chapter's current
-:meth:`academy.chapters.Chapter.code_hash` is shown as stale.
+[`academy.chapters.Chapter.code_hash`][] is shown as stale.
 
 **Which tests belong to a chapter**: the files ``test_*.py`` under
 ``tests/<slug>/``, the folder ``academy check SLUG`` runs; nothing else.
