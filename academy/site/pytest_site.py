@@ -7,11 +7,15 @@ whole site suite (``tests/test_site*.py``) builds the site **once**, starts
 * ``site_build`` / ``site_dir``: ``mkdocs build --strict`` into a temporary
   folder (any warning fails), timed;
 * ``base_url``: a local HTTP server over it (127.0.0.1, random port);
-* ``browser``: Debian's ``/usr/bin/chromium`` through Playwright (never a
-  downloaded one); ``ACADEMY_SKIP_BROWSER=1`` skips the browser tests;
-* ``page_reports``: every page visited once, each :class:`PageReport` holding
+* ``browser``: a system Chromium through Playwright (``find_chromium``:
+  ``$ACADEMY_CHROMIUM``, else ``chromium``, ``chromium-browser`` or
+  ``google-chrome`` on ``PATH``, else one that ``playwright install`` put
+  there); ``ACADEMY_SKIP_BROWSER=1`` skips the browser tests;
+* ``page_reports``: every page visited once, each `PageReport` holding
   what every per-page check needs (problems by category, headings, images,
-  local bytes transferred);
+  local bytes transferred, axe-core's serious and critical violations);
+* ``dark_axe_reports``: every page visited once more in the dark colour scheme,
+  with axe-core's colour rules only;
 * ``screenshot_dir``: where screenshots go: ``--screenshots DIR``, else
   ``$ACADEMY_SCREENSHOTS``, else ``test-artifacts/``.
 """
@@ -22,6 +26,7 @@ import functools
 import http.server
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -34,7 +39,8 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
+# Looked up on PATH in this order when $ACADEMY_CHROMIUM does not name the browser.
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -134,21 +140,40 @@ def base_url(site_dir) -> str:
     server.server_close()
 
 
+def find_chromium(playwright=None) -> Path | None:
+    """The browser the site tests drive: ``$ACADEMY_CHROMIUM`` if set (even if missing, so a
+    wrong setting fails), else the first of `CHROMIUM_NAMES` on ``PATH``, else
+    Playwright's own Chromium if ``playwright install chromium`` has put one there."""
+    named = os.environ.get("ACADEMY_CHROMIUM", "").strip()
+    if named:
+        return Path(named)
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    if playwright is not None:
+        own = Path(playwright.chromium.executable_path)
+        if own.is_file():
+            return own
+    return None
+
+
 @pytest.fixture(scope="session")
 def browser():
     if os.environ.get("ACADEMY_SKIP_BROWSER") == "1":
         pytest.skip("ACADEMY_SKIP_BROWSER=1: browser checks skipped")
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: the site test needs Debian's chromium. "
-            "Install it with `apt-get install -y chromium` (as root; `make test` does this), "
-            "or set ACADEMY_SKIP_BROWSER=1 to skip the browser checks.",
-            pytrace=False,
-        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        chromium = find_chromium(p)
+        if chromium is None or not chromium.is_file():
+            pytest.fail(
+                f"no Chromium for the site tests ({chromium or 'none of ' + ', '.join(CHROMIUM_NAMES) + ' on PATH'}). "
+                "Install one (`apt-get install -y chromium` as root; `make test` does this) or point "
+                "ACADEMY_CHROMIUM at it, or set ACADEMY_SKIP_BROWSER=1 to skip the browser checks.",
+                pytrace=False,
+            )
+        browser = p.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS, headless=True)
         yield browser
         browser.close()
 
@@ -216,6 +241,46 @@ class PageWatch:
     def _failed(self, request, failure):
         if urlsplit(request.url).hostname in LOCAL_HOSTS:
             self.failed.append(f"{failure} {request.url}")
+
+
+# ---------------------------------------------------------------- axe-core
+
+# axe-core's impacts that fail a page; "moderate" and "minor" are reported by axe but allowed.
+AXE_FAILING = ("serious", "critical")
+# The rules whose outcome depends on the colour scheme: the second (dark) visit runs only
+# these, since every other rule sees the same markup in both schemes.
+AXE_COLOUR_RULES = ("color-contrast", "link-in-text-block")
+
+
+@functools.cache
+def axe_source() -> str:
+    """axe-core's browser script, as bundled (unmodified, MPL-2.0) by the axe-playwright-python
+    package: served from disk, so the check needs no network."""
+    from importlib.resources import files
+
+    return files("axe_playwright_python").joinpath("axe.min.js").read_text()
+
+
+def run_axe(page, rules: tuple[str, ...] | None = None) -> list[str]:
+    """axe-core's serious and critical violations on the loaded page, one line per rule:
+    how many elements, and the first few with what axe measured (colours, contrast)."""
+    page.evaluate(axe_source())
+    options = {"resultTypes": ["violations"]}
+    if rules:
+        options["runOnly"] = {"type": "rule", "values": list(rules)}
+    result = page.evaluate("options => axe.run(document, options)", options)
+    lines = []
+    for v in result["violations"]:
+        if v["impact"] not in AXE_FAILING:
+            continue
+        examples = []
+        for node in v["nodes"][:3]:
+            check = (node["any"] or node["all"] or node["none"] or [{}])[0]
+            data = check.get("data") if isinstance(check.get("data"), dict) else {}
+            measured = ", ".join(f"{k} {data[k]}" for k in ("fgColor", "bgColor", "contrastRatio") if data.get(k))
+            examples.append(f"{' '.join(map(str, node['target']))[:90]}" + (f" ({measured})" if measured else ""))
+        lines.append(f"axe {v['id']} ({v['impact']}) on {len(v['nodes'])} element(s): {'; '.join(examples)}")
+    return lines
 
 
 # ---------------------------------------------------------------- page scripts
@@ -326,6 +391,8 @@ def visit(page, watch: PageWatch, url: str, site_dir: Path, path: str) -> PageRe
     if facts["annotations"] < markers:
         render_problems.append(f"{markers} code-annotation markers but {facts['annotations']} rendered annotations")
     report.add("render", render_problems)
+    # After the annotations are open: their tooltips are part of what a reader meets.
+    report.add("axe", run_axe(page))
     report.add("network", [f"request to another host: {u}" for u in watch.external])
     report.add("network", [f"failed request: {what}" for what in watch.failed])
     report.add("console", list(watch.errors))
@@ -351,6 +418,29 @@ def page_reports(site_dir, base_url, browser) -> dict[str, PageReport]:
         reports[path] = visit(page, watch, base_url + path, site_dir, path)
     context.close()
     print(f"visited {len(pages)} pages in {time.perf_counter() - start:.1f} s")
+    return reports
+
+
+@pytest.fixture(scope="session")
+def dark_axe_reports(site_dir, base_url, browser) -> dict[str, list[str]]:
+    """Every page once more, in the dark colour scheme (prefers-color-scheme: dark, which
+    Material's palette follows): axe-core's colour rules only."""
+    context = browser.new_context(color_scheme="dark")
+    page = context.new_page()
+    reports = {}
+    start = time.perf_counter()
+    for path in site_pages(site_dir):
+        page.goto(base_url + path, wait_until="load")
+        try:
+            page.wait_for_function(KATEX_DONE, timeout=10_000)
+        except Exception:
+            pass  # the light visit reports math that did not render
+        page.wait_for_load_state("networkidle")
+        scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+        reports[path] = [f"the dark visit found the {scheme!r} scheme"] if scheme != "slate" else []
+        reports[path] += run_axe(page, AXE_COLOUR_RULES)
+    context.close()
+    print(f"checked {len(reports)} pages in the dark scheme in {time.perf_counter() - start:.1f} s")
     return reports
 
 

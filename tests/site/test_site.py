@@ -1,7 +1,7 @@
 """The built site, opened page by page in a real browser.
 
 Builds the site once (``mkdocs build --strict``: any warning fails), serves it
-on 127.0.0.1 and visits every page with Debian's Chromium through Playwright.
+on 127.0.0.1 and visits every page with a system Chromium through Playwright.
 On every page:
 
 * no request leaves 127.0.0.1 (no CDN, no fonts, no analytics) and no local
@@ -18,9 +18,10 @@ accessibility facts of the same visit and takes the screenshots,
 ``tests/test_site_weight.py`` the page weight and build time,
 ``tests/test_site_search.py`` the search.
 
-The browser is Debian's ``chromium`` (``make test`` installs it), never one
-downloaded by ``playwright install``. If it is missing the test fails, unless
-``ACADEMY_SKIP_BROWSER=1`` says to skip the browser part.
+The browser is a system Chromium (``find_chromium`` in ``academy/site/pytest_site.py``:
+``$ACADEMY_CHROMIUM``, else one on ``PATH``, else Playwright's own; ``make test``
+installs Debian's ``chromium`` when none is found). If there is none the test fails,
+unless ``ACADEMY_SKIP_BROWSER=1`` says to skip the browser part.
 """
 
 from __future__ import annotations
