@@ -1,8 +1,15 @@
-"""Accessibility of the built site, in Chromium: headings, alt text, contrast, keyboard, screenshots.
+"""Accessibility of the built site, in Chromium: axe-core, headings, alt text, contrast, keyboard, screenshots.
 
 Uses the one visit of every page made by the ``page_reports`` fixture
-(``academy/site/pytest_site.py``) for the per-page checks, and a few extra visits
-for what needs a page of its own (contrast in both palettes, keyboard, screenshots).
+(``academy/site/pytest_site.py``) for the per-page checks, axe-core's included; a second
+visit of every page in the dark scheme (``dark_axe_reports``) for axe-core's colour rules;
+and a few extra visits for what needs a page of its own (theme colours in both palettes,
+plots on a phone, keyboard, screenshots).
+
+What axe-core found and how it was fixed: ``docs/stylesheets/a11y.css`` (underlined
+links, code and notebook colours, plots that keep a legible width) and
+``docs/javascripts/a11y.js`` (scrolling regions reachable by keyboard, names for the
+annotation markers and the search dialog).
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ from __future__ import annotations
 import re
 
 from academy.bench.render import SERIES_COLORS
-from academy.site.pytest_site import KATEX_DONE, PageWatch, heading_problems, summarize
+from academy.site.pytest_site import AXE_COLOUR_RULES, KATEX_DONE, PageWatch, heading_problems, run_axe, summarize
 
 import pytest
 
@@ -36,6 +43,58 @@ def test_headings_in_order_on_every_page(page_reports):
 def test_images_have_alt_text_on_every_page(page_reports):
     report = summarize(page_reports, ("images",))
     assert not report, report
+
+
+# ---------------------------------------------------------------- axe-core
+
+
+def test_axe_finds_nothing_serious_on_every_page(page_reports):
+    """Every rule of axe-core (WCAG 2.x A and AA, and best practices), light scheme:
+    no serious or critical violation."""
+    report = summarize(page_reports, ("axe",))
+    assert not report, report
+
+
+def test_axe_finds_nothing_serious_in_the_dark_scheme(dark_axe_reports):
+    """axe-core's colour rules on every page in the dark scheme."""
+    bad = {path: lines for path, lines in dark_axe_reports.items() if lines}
+    report = "\n".join(f"{path}:\n  " + "\n  ".join(lines) for path, lines in bad.items())
+    assert not bad, f"{len(bad)} of {len(dark_axe_reports)} pages in the dark scheme:\n{report}"
+
+
+def test_axe_catches_what_it_must(browser):
+    """The check can fail: faint text, an unnamed link and a colour-only link are caught."""
+    page = browser.new_page()
+    page.set_content(
+        '<html lang="en"><head><title>t</title></head><body><main><h1>T</h1>'
+        '<p style="color:#bbb">faint text</p><a href="#a"></a>'
+        '<p style="color:#000">text with a <a href="#b" style="color:#333;text-decoration:none">link</a> in it</p>'
+        "</main></body></html>"
+    )
+    everything, colours = run_axe(page), run_axe(page, AXE_COLOUR_RULES)
+    page.close()
+    for rule in ("color-contrast", "link-name", "link-in-text-block"):
+        assert any(line.startswith(f"axe {rule} ") for line in everything), (rule, everything)
+    assert {line.split()[1] for line in colours} == {"color-contrast", "link-in-text-block"}, colours
+
+
+# Each plot's smallest text as drawn, in CSS pixels: the SVG's font size times its scale.
+PLOT_TEXT_PX = """() => [...document.querySelectorAll('.academy-plot svg')]
+  .filter(svg => svg.getBoundingClientRect().width > 0)
+  .map(svg => Math.min(...[...svg.querySelectorAll('text')]
+    .map(t => svg.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize))))"""
+
+
+def test_plot_text_is_legible_on_a_phone(base_url, browser):
+    """On a 375-pixel-wide phone a plot keeps a width where its smallest text is 10 px
+    (it was 6 px), and scrolls sideways instead."""
+    context = browser.new_context(viewport={"width": 375, "height": 812})
+    page = context.new_page()
+    page.goto(base_url + "/kernels/fused_softmax/", wait_until="networkidle")
+    sizes = page.evaluate(PLOT_TEXT_PX)
+    context.close()
+    assert sizes, "no visible plot on /kernels/fused_softmax/"
+    assert min(sizes) >= 10, f"plot text {min(sizes):.1f} px on a phone (smallest of {len(sizes)} plots)"
 
 
 # ---------------------------------------------------------------- contrast (WCAG 2.x)
