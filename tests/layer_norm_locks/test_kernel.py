@@ -6,8 +6,10 @@ from academy.testing import (
     assert_close,
     assert_empty_gradients,
     assert_no_second_derivative,
+    cancellation_tolerance,
     poison_allocations,
     random_tensor,
+    tolerance,
 )
 
 import numpy as np
@@ -48,7 +50,23 @@ def test_forward_and_backward_match_float64_autograd(shape, dtype):
     assert_close(y, y64, dtype=dtype, baseline=y_low, name="y")
     for name, ours, exact, torch_low in zip(("dx", "dw", "db"), (x, w, b), leaves64, low):
         assert ours.grad.dtype == dtype
-        assert_close(ours.grad, exact.grad, dtype=dtype, baseline=torch_low.grad, name=name)
+        tol = _dx_tolerance(dtype, leaves64, dy) if name == "dx" else None
+        assert_close(ours.grad, exact.grad, dtype=dtype, tol=tol, baseline=torch_low.grad, name=name)
+
+
+def _dx_tolerance(dtype, leaves64, dy):
+    """dx = rstd·(w·dy − mean(w·dy) − x̂·mean(w·dy·x̂)) cancels; on rows of one column it is exactly 0
+    while rstd = 1/√eps ≈ 316 scales the terms' fp32 roundings. The bar follows the terms
+    (docs/contributing.md, tolerances), and is absolute where the exact dx is zero."""
+    x, w, _ = (t.detach() for t in leaves64)
+    mean = x.mean(-1, keepdim=True)
+    rstd = (x.var(-1, unbiased=False, keepdim=True) + 1e-5).rsqrt()
+    x_hat, g = (x - mean) * rstd, w * dy.double()
+    terms = rstd * (g.abs() + g.mean(-1, keepdim=True).abs() + x_hat.abs() * (g * x_hat).mean(-1, keepdim=True).abs())
+    exact = rstd * (g - g.mean(-1, keepdim=True) - x_hat * (g * x_hat).mean(-1, keepdim=True))
+    if torch.linalg.vector_norm(exact) == 0:
+        return tolerance(torch.float32) * torch.linalg.vector_norm(terms).item()
+    return cancellation_tolerance(dtype, terms, exact)
 
 
 def test_more_rows_than_groups_share_buffers():

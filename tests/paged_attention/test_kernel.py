@@ -255,7 +255,10 @@ def test_gpu_one_128k_sequence_among_short_ones(op):
 def test_gpu_no_host_sync_and_graph_replay_follows_new_lengths():
     """The launcher never reads seq_lens on the host: it runs under sync debug mode "error", and a CUDA
     graph captured once gives the right answer after the lengths change in place (a decode step)."""
-    q, k_cache, v_cache, table, seq_lens = problem([100, 3000, 1], 16, 4, 128, 16, torch.bfloat16)
+    # The cache holds finite keys up to the longest lengths of the replays below (the rows past a
+    # sequence's length are NaN), so each replay reads rows that exist and must mask the rest.
+    q, k_cache, v_cache, table, seq_lens = problem([101, 3000, 3008], 16, 4, 128, 16, torch.bfloat16)
+    seq_lens.copy_(torch.tensor([100, 3000, 1], dtype=torch.int32))
     for op in OPS.values():
         op(q, k_cache, v_cache, table, seq_lens)  # compile outside the checks
     torch.cuda.synchronize()
