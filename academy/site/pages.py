@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from academy.bench import render
 from academy.bench.results import Results, load
 from academy.chapters import Chapter, all_chapters, chapter
+from academy.site import downloads
 from academy.site.dashboard import dashboard
 from academy.site.headlines import headline
 from academy.site.prose_numbers import check_markdown
@@ -207,6 +208,16 @@ def chapter_of_page(src_path: str) -> Chapter | None:
     return None
 
 
+def _measuring_the_sweep(results: list[Results], sweep: str | None) -> list[Results]:
+    """The results files that measured ``sweep`` (all of them when no sweep is named).
+
+    A sweep added after one GPU's run (the model zoo, say) is drawn from the GPUs that have it; a
+    sweep no file has is still an error, so a misspelt name fails the build.
+    """
+    having = [r for r in results if sweep is None or any(row.sweep == sweep for row in r.rows)]
+    return having or results
+
+
 class Build:
     """What one build of the site shares across its pages; the hook makes one per build.
 
@@ -216,6 +227,7 @@ class Build:
 
     def __init__(self, nav_titles: Mapping[str, str] | None = None) -> None:
         self.nav_titles = dict(nav_titles or {})
+        self.src_path: str | None = None  # the Markdown page being expanded
         self._stale_logged: set[tuple[str, str]] = set()
 
     def results(self, ch: Chapter) -> list[Results]:
@@ -230,24 +242,31 @@ class Build:
                 log.info("academy: stale results %s (kernel hash %s, now %s)", path, old, current)
         return results
 
+    def _results_file(self, slug: str, path) -> str:
+        """The provenance block's last line: the results file, published with the site
+        (`academy.site.downloads`), linked from the page being expanded."""
+        link = downloads.results_link(slug, path.name, self.src_path)
+        return f"\n    The measurements: {link} (every row, with its provenance).\n"
+
     def views(self, d: Directive) -> list[tuple[Results, str]]:
         """A per-GPU directive (table, plot, memory, summary, provenance) drawn from each results file."""
         ch = chapter(d.slug)
         results = self.results(ch)
         if not results:
             return []
-        if d.name == "table":
-            return [(r, render.table(r, **d.options)) for r in results]
-        if d.name == "plot":
-            return [(r, render.plot(r, **d.options)) for r in results]
-        if d.name == "memory":
-            return [(r, render.memory(r, **d.options)) for r in results]
+        if d.name in ("table", "plot", "memory"):
+            draw = {"table": render.table, "plot": render.plot, "memory": render.memory}[d.name]
+            return [(r, draw(r, **d.options)) for r in _measuring_the_sweep(results, d.options.get("sweep"))]
         if d.name == "summary":
             cases = headline(d.slug)
             return [(r, render.summary(r, cases)) for r in results]
         if d.name == "provenance":
             current = ch.code_hash()
-            return [(r, render.provenance(r, current_kernel_hash=current)) for r in results]
+            files = ch.results_files()
+            return [
+                (r, render.provenance(r, current_kernel_hash=current) + self._results_file(ch.slug, path))
+                for r, path in zip(results, files)
+            ]
         raise DirectiveError(f"bench:{d.name} is not drawn per GPU")
 
     def overview(self) -> str:
@@ -292,6 +311,7 @@ class Build:
                     "\n  " + "\n  ".join(problems)
                 )
         noted: set[str] = set()  # one "not measured yet" note per chapter per page
+        self.src_path = src_path  # the results files' links are relative to it
         try:
             return expand(markdown, lambda d: self.render(d, noted))
         except DirectiveError as err:

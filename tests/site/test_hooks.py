@@ -195,3 +195,13 @@ def test_on_config_makes_one_build_whose_state_lasts_the_build(examples, monkeyp
                 hooks.on_page_markdown("<!-- bench:provenance fixture_op -->", page=None, config=config)
     assert reloads == [True, True]
     assert sum("stale results" in r.message for r in caplog.records) == 2
+
+
+def test_a_sweep_only_one_gpu_measured_is_drawn_from_that_gpu_and_a_misspelt_one_fails():
+    from academy.site.pages import _measuring_the_sweep
+
+    h100 = make_results([make_row("academy", 1024, 1.0)], gpu="NVIDIA H100 80GB HBM3")
+    h200 = make_results([make_row("academy", 1024, 1.0, sweep="models")], gpu="NVIDIA H200")
+    assert _measuring_the_sweep([h100, h200], "models") == [h200]
+    assert _measuring_the_sweep([h100, h200], None) == [h100, h200]
+    assert _measuring_the_sweep([h100, h200], "modles") == [h100, h200]  # none has it: each raises when drawn
