@@ -338,11 +338,19 @@ class PageReport:
             self.problems.setdefault(category, []).extend(lines)
 
 
+OPEN_ENCLOSING_DETAILS = """el => {
+  for (let d = el.closest('details'); d; d = d.parentElement && d.parentElement.closest('details')) d.open = true;
+}"""
+
+
 def open_annotations(page, count: int) -> list[str]:
     """Open each code annotation: Material inserts its tooltip only now, and math there must render too."""
     found = []
     markers = page.locator(".md-annotation__index")
     for i in range(count):
+        # A marker in a collapsed block (an exercise's answer) has no box to click: open the
+        # blocks around it first, as a reader would.
+        markers.nth(i).evaluate(OPEN_ENCLOSING_DETAILS)
         markers.nth(i).click(force=True)  # force: the markers pulse, so they are never "stable"
         try:
             page.wait_for_function(KATEX_DONE, timeout=3_000)
