@@ -10,6 +10,9 @@ The work is done by plain modules that know nothing of MkDocs:
   the prose's numbers ([`page_markdown`][academy.site.pages.Build.page_markdown]);
 * ``on_page_content`` puts the verified-with badge under a chapter page's title,
   Markdown or notebook ([`page_html`][academy.site.pages.Build.page_html]);
+* ``on_files``, ``on_page_content`` and ``on_post_build`` also let the reader take
+  the code home (`academy.site.downloads`): each tutorial's ``.ipynb``, ``.py``
+  and Colab links, each excerpt's whole file, each chapter's results files;
 * ``on_post_build`` drops code blocks from the search index
   (`academy.site.search_index`).
 
@@ -19,11 +22,13 @@ build with MkDocs' ``PluginError``.
 
 from __future__ import annotations
 
-from academy.site import pages, reloading, search_index
+from academy.site import downloads, pages, reloading, search_index
 
 from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
 
 BUILD_KEY = "academy_build"
+PUBLISHED_KEY = "academy_published"
 
 
 def _build(config) -> pages.Build:
@@ -39,7 +44,15 @@ def _src_path(page) -> str:
 def on_config(config, **kwargs):
     reloading.reload_modules()
     config[BUILD_KEY] = pages.Build(nav_titles=pages.nav_titles(config.get("nav")))
+    repo = downloads.repository(config.get("repo_url"), config.get("edit_uri"))
+    config[PUBLISHED_KEY] = downloads.Published(repo, code=downloads.excerpt_files(config.get("docs_dir")))
     return config
+
+
+def on_files(files, config, **kwargs):
+    for site_path, source in config[PUBLISHED_KEY].static_files().items():
+        files.append(File.generated(config, site_path, abs_src_path=str(source)))
+    return files
 
 
 def on_page_markdown(markdown, page=None, config=None, **kwargs):
@@ -50,8 +63,13 @@ def on_page_markdown(markdown, page=None, config=None, **kwargs):
 
 
 def on_page_content(html, page=None, config=None, **kwargs):
-    return _build(config).page_html(html, _src_path(page))
+    html = _build(config).page_html(html, _src_path(page))
+    published = config.get(PUBLISHED_KEY) if config is not None else None
+    if published is not None and page is not None:
+        html = published.page_html(html, page.url, page.file.abs_src_path)
+    return html
 
 
 def on_post_build(config, **kwargs):
+    config[PUBLISHED_KEY].write_notebooks(config["site_dir"])
     search_index.drop_code_blocks(config["site_dir"])

@@ -16,8 +16,8 @@ import html
 import re
 
 from academy.bench import render
-from academy.chapters import REPO_ROOT
-from academy.site import pages
+from academy.chapters import REPO_ROOT, chapter
+from academy.site import downloads, pages
 
 ANNOTATION = re.compile(r"\s*# \(\d+\)!\s*$")
 
@@ -78,7 +78,11 @@ def bench_table(slug: str, **filters):
     views = _views("table", slug, filters)
     if not views:
         return _not_measured(slug)
-    parts = [f"**{render.gpu_label(r)}** ({r.provenance.date[:10]})\n\n{table}" for r, table in views]
+    files = chapter(slug).results_files()  # in the order of the views
+    parts = [
+        f"**{render.gpu_label(r)}** ({r.provenance.date[:10]}; {downloads.results_link(slug, path.name)})\n\n{table}"
+        for (r, table), path in zip(views, files)
+    ]
     return _markdown("\n\n".join(parts))
 
 
