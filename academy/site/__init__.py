@@ -7,7 +7,7 @@
 * [`academy.site.prose_numbers`][]: prose quotes no measurement the results files lack;
 * [`academy.site.verified`][]: verified-with records and their badge;
 * `academy.site.headlines`: a chapter's headline cases;
-* `academy.site.search_index`: the search index without code blocks;
+* `academy.site.search_index`: the search index: notebook pages per section, no code blocks, no stop words in queries;
 * `academy.site.reloading`: the package's import graph; ``mkdocs serve`` reloads edited modules;
 * `academy.site.pytest_site`, `academy.site.pytest_verified`: the pytest plugins of the site
   tests and of the verified-with records.

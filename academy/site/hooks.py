@@ -13,8 +13,8 @@ The work is done by plain modules that know nothing of MkDocs:
 * ``on_files``, ``on_page_content`` and ``on_post_build`` also let the reader take
   the code home (`academy.site.downloads`): each tutorial's ``.ipynb``, ``.py``
   and Colab links, each excerpt's whole file, each chapter's results files;
-* ``on_post_build`` drops code blocks from the search index
-  (`academy.site.search_index`).
+* ``on_post_build`` rewrites the search index (`academy.site.search_index`):
+  notebook pages per section, code blocks out, stop words out of queries.
 
 A page that cannot be built ([`PageError`][academy.site.pages.PageError]) fails the
 build with MkDocs' ``PluginError``.
@@ -72,4 +72,4 @@ def on_page_content(html, page=None, config=None, **kwargs):
 
 def on_post_build(config, **kwargs):
     config[PUBLISHED_KEY].write_notebooks(config["site_dir"])
-    search_index.drop_code_blocks(config["site_dir"])
+    search_index.rewrite(config["site_dir"])

@@ -220,7 +220,7 @@ for n in (1000, 4096, 11008, 32000, 65536):
 # instead, and why our norm chapters switch to a chunked kernel above their
 # widest in-register row.
 #
-# ## 5. Caching: what is kept, and where
+# ## 5. Caching: where compiled kernels and tuning results are kept
 #
 # Two different things are cached.
 #

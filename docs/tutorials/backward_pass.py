@@ -26,7 +26,7 @@
 # gradient a layer has: $dx$, element-wise, and $dw$, which gathers a
 # contribution from every row.
 #
-# ## Jacobians and vector-Jacobian products
+# ## What a backward computes: Jacobians and vector-Jacobian products
 #
 # For a function $f:\mathbb{R}^n\to\mathbb{R}^m$, the Jacobian
 # $J_{ki} = \partial y_k/\partial x_i$ is an $m\times n$ matrix. Training ends

@@ -63,7 +63,7 @@ def show_error(call):
 
 
 # %% [markdown]
-# ## Printing and asserting
+# ## Printing, asserting, and catching out-of-bounds accesses
 #
 # **At compile time.** `tl.static_print(...)` prints while the kernel is
 # compiled, and `tl.static_assert(cond, msg)` fails the compilation: both see
@@ -279,7 +279,7 @@ print("in place, wrong elements at:", torch.nonzero(wrong).flatten().tolist())
 # production. Either allocate a separate output, or prove that each program
 # reads only what it alone writes.
 #
-# ### 9. Floor division for the grid
+# ### 9. Floor division for the grid: the last elements never written
 #
 # `n // BLOCK` programs cover only the full blocks; the ragged tail is never
 # touched. In an output from `torch.empty` the tail holds leftover memory,
@@ -300,7 +300,7 @@ print(
 # %% [markdown]
 # Use `triton.cdiv(n, BLOCK)` for every grid dimension.
 #
-# ### 10. Forgetting contiguity
+# ### 10. Forgetting contiguity: wrong results on a transposed tensor
 #
 # A kernel that walks `ptr + offsets` assumes the elements are one dense run
 # in row-major order. A transposed or sliced tensor has other strides, and

@@ -129,7 +129,7 @@ show("examples/dropout/kernel.py:seeded_kernel")
 #   tensor has roughly a one-in-eight chance of losing an element at $p = 0$.
 #   With $\ge$, $p = 0$ is exactly the identity.
 #
-# ## The backward from the same seed
+# ## The backward from the same seed: the mask regenerated, never stored
 #
 # Since $dx_i = dy_i\,m_i/(1-p)$, the backward *is* dropout applied to $dy$
 # with the same seed and $p$: the same kernel, launched on another tensor.

@@ -233,7 +233,7 @@ print(
 # a smaller fraction), a block count that is a multiple of the SM count, or a
 # *persistent* kernel that launches one program per SM and loops over tiles.
 #
-# ## The roofline
+# ## The roofline: memory-bound or compute-bound
 #
 # A kernel does $F$ floating-point operations and moves $B$ bytes to and
 # from HBM. Its **arithmetic intensity** is $I = F / B$ (FLOP/byte). With a

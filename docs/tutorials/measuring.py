@@ -222,7 +222,7 @@ for order in ("fixed", "rotated", "random"):
 #
 # How many copies that takes is the first exercise below.
 #
-# ## 5. What the Triton benchmark helper does
+# ## 5. What Triton's benchmark helper, do_bench, does
 #
 # `do_bench(fn, warmup=25, rep=100, quantiles=None, return_mode="mean")` is
 # Triton's timer. Read from the installed source (below), step by step:

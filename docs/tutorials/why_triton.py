@@ -162,7 +162,7 @@ for path in chapter("vector_add").results_files():
 # (the kernel chapters measure it, provider against provider), and
 # **readability**: a fused softmax fits on one screen.
 #
-# ## Where Triton is the wrong tool
+# ## When not to use Triton: where it is the wrong tool
 #
 # The block abstraction is a trade: you give up control below the block.
 # That is the wrong trade when:
