@@ -26,4 +26,4 @@ def test_bench_table_renders_committed_results():
 
 def test_annotation_markers_are_dropped():
     text = section("examples/fused_softmax/kernel.py:forward_kernel")
-    assert "# (1)!" not in text and "mask = (rows < n_rows)" in text
+    assert "# (1)!" not in text and "mask = in_rows & (cols[None, :] < body[:, None])" in text
