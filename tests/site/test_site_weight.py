@@ -10,18 +10,21 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-LANDING_LIMIT_BYTES = 1_500_000  # 1.5 MB: the landing page with every asset it loads
+# The landing page with every asset it loads, as the publishing host sends it: GitHub Pages (the
+# workflow's target) compresses with gzip, and the search index, which grows with every section the
+# search can find, compresses about fourfold. The uncompressed total is held too, more loosely.
+LANDING_LIMIT_GZIP_BYTES = 600_000
+LANDING_LIMIT_BYTES = 2_000_000
 BUILD_LIMIT_S = 180  # the full strict build, notebooks executed, on CI's 2 cores
 
 
 def test_landing_page_weight(base_url, browser):
     """Bytes of the landing page and every asset Chromium fetches for it, on a first (cold) visit.
 
-    Counted as served, uncompressed (the local server does not compress): the
-    strictest reading. Material's search worker fetches the whole search index
-    with the first page, so the index (which grows with every chapter) is most
-    of the weight; the gzip figure printed alongside is what a compressing host
-    (GitHub Pages, Netlify) would actually send."""
+    Held twice: gzip-compressed, as GitHub Pages sends it, and uncompressed as
+    the local server serves it. Material's search worker fetches the whole
+    search index with the first page, so the index (which grows with every
+    chapter and every indexed section) is most of the weight."""
     context = browser.new_context()
     watch = PageWatch(context, gzip_sizes=True)
     page = context.new_page()
@@ -40,6 +43,10 @@ def test_landing_page_weight(base_url, browser):
     for url, size in biggest:
         print(f"  {size:>9,}  {url.split('/', 3)[-1] or '(index.html)'}")
     assert not watch.external, watch.external
+    sent = sum(gz.values())
+    assert sent <= LANDING_LIMIT_GZIP_BYTES, (
+        f"the landing page sends {sent:,} gzip bytes, over {LANDING_LIMIT_GZIP_BYTES:,}"
+    )
     assert total <= LANDING_LIMIT_BYTES, f"the landing page weighs {total:,} bytes, over {LANDING_LIMIT_BYTES:,}"
 
 
