@@ -261,9 +261,23 @@ def axe_source() -> str:
     return files("axe_playwright_python").joinpath("axe.min.js").read_text()
 
 
+# Resolves once every animation that ends has ended (a tooltip fading in, a palette
+# switch): axe measures colours as drawn, and text caught half-faded-in reads as
+# #f3f3f3 on #f5f5f5. Two frames first, so a transition a click started has begun.
+# The annotation markers pulse forever; they never end and are not waited for.
+ANIMATIONS_SETTLED = """async () => {
+  for (let i = 0; i < 2; i++) await new Promise(r => requestAnimationFrame(r));
+  const ending = document.getAnimations()
+    .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity);
+  await Promise.all(ending.map(a => a.finished.catch(() => null)));
+}"""
+
+
 def run_axe(page, rules: tuple[str, ...] | None = None) -> list[str]:
-    """axe-core's serious and critical violations on the loaded page, one line per rule:
-    how many elements, and the first few with what axe measured (colours, contrast)."""
+    """axe-core's serious and critical violations on the loaded page, once its animations
+    have ended, one line per rule: how many elements, and the first few with what axe
+    measured (colours, contrast)."""
+    page.evaluate(ANIMATIONS_SETTLED)
     page.evaluate(axe_source())
     options = {"resultTypes": ["violations"]}
     if rules:

@@ -78,6 +78,21 @@ def test_axe_catches_what_it_must(browser):
     assert {line.split()[1] for line in colours} == {"color-contrast", "link-in-text-block"}, colours
 
 
+def test_axe_measures_text_once_it_has_faded_in(browser):
+    """A tooltip fading in is measured as it ends, not half-drawn (a CI run once caught
+    annotation text at 1.01:1 mid-fade)."""
+    page = browser.new_page()
+    page.set_content(
+        '<html lang="en"><head><title>t</title></head><body><main><h1>T</h1>'
+        '<p id="tip" style="color:#000;opacity:0.02;transition:opacity 1.5s">fading in</p>'
+        "</main></body></html>"
+    )
+    page.evaluate("document.getElementById('tip').style.opacity = 1")
+    lines = run_axe(page, AXE_COLOUR_RULES)
+    page.close()
+    assert lines == [], lines
+
+
 # Each plot's smallest text as drawn, in CSS pixels: the SVG's font size times its scale.
 PLOT_TEXT_PX = """() => [...document.querySelectorAll('.academy-plot svg')]
   .filter(svg => svg.getBoundingClientRect().width > 0)
