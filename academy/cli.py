@@ -3,9 +3,10 @@
 ```text
 academy env                 device, versions, interpreter mode
 academy check SLUG...       run a chapter's tests on this machine's device
-academy bench SLUG... [--quick] [--out DIR] [--sweep NAME]...
+academy bench SLUG... [--quick] [--out DIR] [--sweep NAME]... [--resume]
                             measure on a GPU and write results files
-                            (--sweep: only those sweeps, merged into the file)
+                            (--sweep: only those sweeps, merged into the file;
+                            --resume: finish a whole run that was stopped)
 academy results             list results files; exit 1 if any is stale
 ```
 """
@@ -62,16 +63,19 @@ def _bench(args: argparse.Namespace) -> int:
     from academy.bench.runner import load_spec, run
     from academy.chapters import chapter
 
+    if args.resume and args.sweep:
+        raise ValueError("--resume resumes a whole run; with --sweep, name fewer sweeps per run instead")
     for slug in args.slugs:
         target = Path(args.out) / slug if args.out else chapter(slug).results_dir
-        existing, sweeps = None, None
         if args.sweep:
             sweeps = load_spec(slug).sweep_names(args.sweep)  # an unknown name: a clear error, no GPU work
             existing = _existing_results(slug, target, allow_new=bool(args.out))
-        measured = run(slug, quick=args.quick, sweeps=sweeps)
-        saved = measured if existing is None else results_io.merge_sweeps(existing, measured, sweeps)
+            measured = run(slug, quick=args.quick, sweeps=sweeps)
+            saved = measured if existing is None else results_io.merge_sweeps(existing, measured, sweeps)
+        else:
+            measured = saved = _whole_run(slug, target, quick=args.quick, resume=args.resume)
         path = results_io.save(saved, target)
-        merged = f", merged into {len(saved.rows)} rows" if existing is not None else ""
+        merged = f", merged into {len(saved.rows)} rows" if saved is not measured else ""
         print(f"{slug}: {len(measured.rows)} rows{merged} -> {path}")
         for provider, reason in measured.skipped.items():
             print(f"  skipped {provider}: {reason}")
@@ -81,6 +85,40 @@ def _bench(args: argparse.Namespace) -> int:
                 f"{row.rate:9.1f} {measured.unit_of(row.metric)} {100 * row.fraction_of_ceiling:6.1f}%"
             )
     return 0
+
+
+def _whole_run(slug: str, target: Path, *, quick: bool, resume: bool):
+    """Every sweep, saved after each one ends (`academy.bench.progress`); with ``resume``, only
+    the sweeps that a stopped run on this GPU, of this kernel code, did not finish."""
+    from academy.bench import progress
+    from academy.bench import results as results_io
+    from academy.bench.runner import load_spec, run
+    from academy.chapters import chapter
+
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("benchmarks need a CUDA GPU; on this machine the site shows committed results")
+    gpu = torch.cuda.get_device_properties(0).name
+    earlier = progress.load(target, gpu) if resume else None
+    done = [] if earlier is None else earlier.sweeps_done
+    if earlier is not None:
+        results_io.check_mergeable(earlier.results, chapter(slug).code_hash(), gpu)
+        print(f"{slug}: resuming after {len(done)} sweeps: {', '.join(done)}")
+
+    def with_earlier(measured, sweeps: list[str]):
+        return measured if earlier is None else results_io.merge_sweeps(earlier.results, measured, sweeps)
+
+    def checkpoint(sweeps_ended: list[str], measured) -> None:
+        progress.save(progress.Partial(with_earlier(measured, sweeps_ended), done + sweeps_ended), target)
+
+    remaining = [sweep.name for sweep in load_spec(slug).sweeps if sweep.name not in done]
+    if remaining:
+        whole = with_earlier(run(slug, quick=quick, skip=done, on_sweep_done=checkpoint), remaining)
+    else:  # stopped after its last sweep, before the results file was written
+        whole = earlier.results
+    progress.discard(target, gpu)
+    return whole
 
 
 def _results(_: argparse.Namespace) -> int:
@@ -118,6 +156,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help="measure only this sweep, or the sweeps named NAME + ' …' (repeatable), and merge their rows into "
         "this GPU's results file, replacing theirs; refused unless the file measured the current kernel code",
+    )
+    bench.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish a whole run that was stopped: measure only the sweeps its saved progress "
+        "(results/partial/<gpu>.json) lacks; refused unless that progress measured the current kernel code",
     )
     bench.set_defaults(handler=_bench)
     commands.add_parser("results", help="list results files; exit 1 if any is stale").set_defaults(handler=_results)

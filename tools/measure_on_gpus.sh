@@ -5,9 +5,11 @@
 #
 # GPU i takes the i-th group: it runs the group's tests with verified-with
 # records on (tests/<slug>/, as `academy check` does), then `academy bench` for
-# each slug. Logs go to OUT/gpu<i>.log; the results files and verified records
-# of every chapter are packed into OUT/measured.tgz (unpack at the repository
-# root). Every step ends by the deadline ACADEMY_DEADLINE_S seconds after the
+# each slug, with --resume (not with --sweep): a chapter whose earlier run was
+# stopped measures only its missing sweeps. Logs go to OUT/gpu<i>.log; the
+# results files, the progress of stopped runs (results/partial/) and verified
+# records of every chapter are packed into OUT/measured.tgz (unpack at the
+# repository root). Every step ends by the deadline ACADEMY_DEADLINE_S seconds after the
 # start (default 540, for a 600-second call): a step that would overrun is
 # stopped, and what finished is still packed. Set ACADEMY_GIT_COMMIT and
 # ACADEMY_GIT_DIRTY=0 when the copy of the tree has no usable .git (see
@@ -24,6 +26,8 @@ fi
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${ACADEMY_DEADLINE_S:-540}))
+resume=--resume
+[[ ${ACADEMY_BENCH_ARGS:-} == *--sweep* ]] && resume=
 
 # Run a command, stopped at the deadline; skipped when less than 20 s remain.
 before_deadline() {
@@ -52,7 +56,7 @@ for group in "$@"; do
         for slug in "${slugs[@]}"; do
             start=$SECONDS
             # shellcheck disable=SC2086
-            before_deadline python3 -m academy.cli bench "$slug" ${ACADEMY_BENCH_ARGS:-} || echo "bench $slug FAILED"
+            before_deadline python3 -m academy.cli bench "$slug" $resume ${ACADEMY_BENCH_ARGS:-} || echo "bench $slug FAILED"
             echo "bench $slug: $((SECONDS - start)) s"
         done
     ) >"$out/gpu$i.log" 2>&1 &

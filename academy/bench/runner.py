@@ -18,7 +18,7 @@ import gc
 import importlib
 import platform
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from academy.bench.peers import peer_versions
 from academy.bench.results import OURS, Ceilings, Provenance, Results, Row
@@ -420,12 +420,23 @@ def skipped_case_key(case: Case) -> str:
     return f"{case.sweep}: {', '.join(f'{k}={v}' for k, v in case.params.items())} {case.dtype_name} {case.mode}"
 
 
-def run(slug: str, *, quick: bool = False, progress: bool = True, sweeps: Sequence[str] | None = None) -> Results:
-    """Measure every case of a chapter's spec (``sweeps``: only those sweeps'); return the results (not yet saved)."""
+def run(
+    slug: str,
+    *,
+    quick: bool = False,
+    progress: bool = True,
+    sweeps: Sequence[str] | None = None,
+    skip: Collection[str] = (),
+    on_sweep_done: Callable[[list[str], Results], None] | None = None,
+) -> Results:
+    """Measure every case of a chapter's spec (``sweeps``: only those sweeps'; none of the sweeps
+    named in ``skip``); return the results (not yet saved). Each time a sweep ends,
+    ``on_sweep_done(sweeps_ended, results_so_far)`` may save what a stopped run would lose."""
     from tqdm.auto import tqdm
 
     spec = load_spec(slug)
-    cases = list(spec.cases(quick=quick, sweeps=sweeps))  # an unknown sweep name fails before any GPU work
+    # An unknown sweep name fails before any GPU work.
+    cases = [case for case in spec.cases(quick=quick, sweeps=sweeps) if case.sweep not in skip]
     if not torch.cuda.is_available():
         raise RuntimeError("benchmarks need a CUDA GPU; on this machine the site shows committed results")
     ops, skipped = {}, {}
@@ -436,8 +447,22 @@ def run(slug: str, *, quick: bool = False, progress: bool = True, sweeps: Sequen
         else:
             ops[name] = op
     ceilings = measure_ceilings()
+    run_provenance = provenance(slug)
     rows: list[Row] = []
-    for case in tqdm(cases, desc=slug, unit="case", disable=not progress):
+    sweeps_ended: list[str] = []
+
+    def results() -> Results:
+        return Results(
+            slug=slug,
+            metric=spec.metric,
+            provenance=run_provenance,
+            ceilings=ceilings,
+            rows=list(rows),
+            skipped=dict(skipped),
+            timing=TIMING,
+        )
+
+    for i, case in enumerate(tqdm(cases, desc=slug, unit="case", disable=not progress)):
         try:
             case_rows, failures = run_case(spec, case, ops, ceilings)
         except torch.cuda.OutOfMemoryError as err:  # a zoo shape too large for this GPU: skip it, say so
@@ -447,12 +472,8 @@ def run(slug: str, *, quick: bool = False, progress: bool = True, sweeps: Sequen
             torch.cuda.empty_cache()
         rows += case_rows
         skipped.update(failures)
-    return Results(
-        slug=slug,
-        metric=spec.metric,
-        provenance=provenance(slug),
-        ceilings=ceilings,
-        rows=rows,
-        skipped=skipped,
-        timing=TIMING,
-    )
+        if i + 1 == len(cases) or cases[i + 1].sweep != case.sweep:
+            sweeps_ended.append(case.sweep)
+            if on_sweep_done is not None:
+                on_sweep_done(list(sweeps_ended), results())
+    return results()

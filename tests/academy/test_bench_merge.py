@@ -111,7 +111,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
     calls = []
 
-    def run(slug, *, quick=False, progress=True, sweeps=None):
+    def run(slug, *, quick=False, progress=True, sweeps=None, **options):
         calls.append(sweeps)
         new = _new(tuple(sweeps), kernel_hash=chapter(slug).code_hash())
         new.slug = slug
