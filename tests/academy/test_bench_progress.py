@@ -79,9 +79,7 @@ def test_resume_measures_only_what_is_missing_and_keeps_both_runs_provenance(tmp
     finished = load(tmp_path / SLUG / "h100.json")
     assert [row.sweep for row in finished.rows] == sweeps_of_spec(), "every sweep once, in spec order"
     assert finished.provenance.date.startswith("2025-01-01"), "the first run's provenance heads the file"
-    assert [(run.sweeps, run.provenance.date[:10]) for run in finished.merged] == [
-        (sweeps_of_spec()[2:], "2025-01-02")
-    ]
+    assert [(run.sweeps, run.provenance.date[:10]) for run in finished.merged] == [(sweeps_of_spec()[2:], "2025-01-02")]
     assert progress.load(tmp_path / SLUG, GPU) is None, "the progress file is gone once the results are written"
 
 
