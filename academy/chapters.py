@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,7 @@ class Chapter:
         return hashlib.sha256(parts.encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=512)
 def code_hash(source: str) -> str:
     """Hash of a module's syntax tree: blind to comments, blank lines and layout.
 
@@ -97,6 +99,9 @@ def code_hash(source: str) -> str:
     written out by `_tree_text` rather than ``ast.dump``, whose output
     differs between Python versions, and results are measured under whatever
     Python the GPU machine has.
+
+    Memoized by the text (a pure function of it): a site build asks for the
+    same files' hashes hundreds of times, and ``mkdocs serve`` once per rebuild.
     """
     module = ast.parse(source)
     module.body = _imports_sorted(module.body)
@@ -144,16 +149,22 @@ def _tree_text(node: object) -> str:
     return repr(node)
 
 
-def _imported_example_modules(path: Path) -> list[Path]:
-    """The files of the ``examples.*`` modules that ``path`` imports, anywhere in it."""
+@functools.lru_cache(maxsize=512)
+def _imported_modules(source: str) -> tuple[str, ...]:
+    """The modules a module's source imports by absolute name, anywhere in it (memoized by the text)."""
     modules = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             modules.append(node.module)
         elif isinstance(node, ast.Import):
             modules += [alias.name for alias in node.names]
+    return tuple(modules)
+
+
+def _imported_example_modules(path: Path) -> list[Path]:
+    """The files of the ``examples.*`` modules that ``path`` imports, anywhere in it."""
     files = []
-    for name in modules:
+    for name in _imported_modules(path.read_text()):
         file = REPO_ROOT / Path(*name.split(".")).with_suffix(".py")
         if name.startswith("examples.") and file.is_file():
             files.append(file)

@@ -3,7 +3,9 @@
 The work is done by plain modules that know nothing of MkDocs:
 
 * ``on_config`` reloads the site's modules (`academy.site.reloading.reload_modules`,
-  so ``mkdocs serve`` rebuilds with the code as it is now) and makes the
+  so ``mkdocs serve`` rebuilds with the code as it is now), puts the notebook
+  cache in front of mkdocs-jupyter's execution (`academy.site.notebook_cache`;
+  ``ACADEMY_NB_CACHE=0`` turns it off) and makes the
   build's [`academy.site.pages.Build`][], kept in the config under
   `BUILD_KEY`: everything that lasts across one build lives there;
 * ``on_page_markdown`` expands the ``<!-- bench:... -->`` directives and checks
@@ -22,7 +24,7 @@ build with MkDocs' ``PluginError``.
 
 from __future__ import annotations
 
-from academy.site import downloads, pages, reloading, search_index
+from academy.site import downloads, notebook_cache, pages, reloading, search_index
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
@@ -43,6 +45,8 @@ def _src_path(page) -> str:
 
 def on_config(config, **kwargs):
     reloading.reload_modules()
+    if "mkdocs-jupyter" in (config.get("plugins") or {}):
+        notebook_cache.install(notebook_cache.enabled())
     config[BUILD_KEY] = pages.Build(nav_titles=pages.nav_titles(config.get("nav")))
     repo = downloads.repository(config.get("repo_url"), config.get("edit_uri"))
     config[PUBLISHED_KEY] = downloads.Published(repo, code=downloads.excerpt_files(config.get("docs_dir")))
