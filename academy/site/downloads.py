@@ -24,6 +24,7 @@ from __future__ import annotations
 import html
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -244,12 +245,15 @@ class Published:
             page_html = insert_after_title(page_html, downloads_html(source.stem, self.repo))
         return page_html
 
-    def write_notebooks(self, site_dir: str | Path) -> None:
-        """Each tutorial's ``.ipynb``, next to its page (where mkdocs-jupyter copies the ``.py``)."""
+    def write_notebooks(
+        self, site_dir: str | Path, convert: Callable[[Path, Repository | None], str] = notebook
+    ) -> None:
+        """Each tutorial's ``.ipynb`` (``convert``: `notebook`, or one that remembers its results),
+        next to its page (where mkdocs-jupyter copies the ``.py``)."""
         for url, source in self.notebooks.items():
             folder = Path(site_dir) / (url if url.endswith("/") else posixpath.dirname(url))
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{source.stem}.ipynb").write_text(notebook(source, self.repo), encoding="utf-8")
+            (folder / f"{source.stem}.ipynb").write_text(convert(source, self.repo), encoding="utf-8")
 
 
 def site_repository() -> Repository | None:

@@ -191,9 +191,10 @@ class Entry:
         return True
 
 
-def entry_path(notebook: Path, cache_dir: Path = CACHE_DIR, root: Path = REPO_ROOT) -> Path:
+def entry_path(notebook: Path, cache_dir: Path = CACHE_DIR, root: Path = REPO_ROOT, step: str = "nb2html") -> Path:
+    """Where a notebook's output of one conversion (``nb2html``, ``nb2md``) is kept."""
     rel = Path(notebook).resolve().relative_to(root).with_suffix("")
-    return cache_dir / ("__".join(rel.parts) + ".json")
+    return cache_dir / ("__".join(rel.parts) + ("" if step == "nb2html" else f".{step}") + ".json")
 
 
 def load(path: Path) -> Entry | None:
@@ -244,24 +245,32 @@ def cached_convert(
     root: Path = REPO_ROOT,
     **options,
 ) -> str:
-    """``convert(nb_path, **options)`` (mkdocs-jupyter's ``nb2html``), from the cache when nothing it read changed."""
-    if not options.get("execute"):
-        return convert(nb_path, **options)
+    """``convert(nb_path, **options)``, a conversion of mkdocs-jupyter's, from the cache when nothing it read changed.
+
+    An executing conversion (``nb2html`` with ``execute=True``) depends on what
+    its kernel read; one that does not execute (``nb2md``, which the table of
+    contents comes from) on the notebook's text alone.
+    """
+    step = getattr(convert, "__name__", "nb2html")
     notebook = Path(nb_path).resolve()
     name = notebook.relative_to(root).as_posix()
-    key = notebook_key(notebook, options, env)
-    where = entry_path(notebook, cache_dir, root)
+    key = notebook_key(notebook, {"step": step, **options}, env)
+    where = entry_path(notebook, cache_dir, root, step)
     entry = load(where)
     if entry is not None and entry.fresh(key, root):
-        log.info("academy: %s from the notebook cache (nothing it reads changed)", name)
+        if options.get("execute"):
+            log.info("academy: %s from the notebook cache (nothing it reads changed)", name)
         return entry.html
     started = time.time_ns()
-    with traced(root) as trace:
-        html = convert(nb_path, **options)
-        deps = read_trace(trace.read_text(), root) | {("f", name)}
+    if options.get("execute"):
+        with traced(root) as trace:
+            html = convert(nb_path, **options)
+            deps = read_trace(trace.read_text(), root) | {("f", name)}
+    else:
+        html, deps = convert(nb_path, **options), {("f", name)}
     recorded = {f"{kind} {rel}": fingerprint(kind, rel, root) for kind, rel in sorted(deps)}
     changed = [dep for dep in recorded if (root / dep[2:]).exists() and (root / dep[2:]).stat().st_mtime_ns > started]
-    if changed or notebook_key(notebook, options, env) != key:
+    if changed or notebook_key(notebook, {"step": step, **options}, env) != key:
         log.info("academy: %s not cached: %s changed while it ran", name, ", ".join(changed) or "the notebook")
     else:
         store(where, Entry(key, recorded, html))
@@ -269,12 +278,12 @@ def cached_convert(
 
 
 def install(on: bool = True) -> None:
-    """Wrap mkdocs-jupyter's ``nb2html`` with the cache (``on``), or put the original back."""
+    """Wrap mkdocs-jupyter's ``nb2html`` and ``nb2md`` with the cache (``on``), or put the originals back."""
     from mkdocs_jupyter import convert
 
-    original = getattr(convert.nb2html, "__wrapped__", convert.nb2html)
-    if not on:
-        convert.nb2html = original
-        return
-    wrapper = functools.partial(cached_convert, original, env=environment())
-    convert.nb2html = functools.update_wrapper(wrapper, original)
+    env = environment() if on else ""
+    for step in ("nb2html", "nb2md"):
+        current = getattr(convert, step)
+        original = getattr(current, "__wrapped__", current)
+        wrapper = functools.partial(cached_convert, original, env=env)
+        setattr(convert, step, functools.update_wrapper(wrapper, original) if on else original)

@@ -39,6 +39,7 @@ import html
 import json
 import logging
 import re
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -194,10 +195,11 @@ def stop_word_separator(separator: str, words: list[str]) -> str:
     return separator if separator.endswith(extra) else separator + extra
 
 
-def rewrite(site_dir: str | Path) -> None:
+def rewrite(site_dir: str | Path, entries: Callable[[str, str, str], list[dict]] = notebook_entries) -> None:
     """Rewrite ``search/search_index.json`` under a built site: stop words made separators
     (`stop_word_separator`), notebook pages re-indexed per section
-    (`notebook_entries`), every other page's ``<pre>`` blocks removed."""
+    (``entries``, `notebook_entries` or one that remembers its results), every other page's
+    ``<pre>`` blocks removed."""
     site_dir = Path(site_dir)
     path = site_dir / "search" / "search_index.json"
     if not path.is_file():
@@ -218,7 +220,7 @@ def rewrite(site_dir: str | Path) -> None:
             page_html = built.read_text(encoding="utf-8") if built.is_file() else ""
             if NOTEBOOK_MARK in page_html:
                 notebooks.add(page)
-                docs += notebook_entries(page, doc["title"], page_html)
+                docs += [dict(entry) for entry in entries(page, doc["title"], page_html)]
                 continue
         doc["text"] = PRE_RE.sub(" ", doc.get("text", ""))
         docs.append(doc)

@@ -182,11 +182,24 @@ def test_an_edit_while_it_runs_is_not_stored(repo):
     assert not (repo / ".cache" / "notebooks").exists() or not any((repo / ".cache" / "notebooks").iterdir())
 
 
-def test_off_or_not_executing_goes_straight_to_the_conversion(repo):
+def test_a_conversion_without_execution_depends_on_the_notebook_alone(repo):
+    """``nb2md`` (the table of contents) runs no kernel: no trace, and only the notebook's text counts."""
     kernel = StubKernel(FIRST_READS)
-    notebook_cache.cached_convert(kernel, str(repo / "docs/tutorials/first.py"), env="", root=repo, execute=False)
-    assert kernel.runs and not (repo / ".cache").exists()
+
+    def convert():
+        return notebook_cache.cached_convert(
+            kernel, str(repo / "docs/tutorials/first.py"), env="", cache_dir=repo / ".cache/notebooks", root=repo
+        )
+
+    assert convert() == "<p>run 1</p>"
     assert notebook_cache.TRACE_FILE not in os.environ
+    edit(repo / "examples/shared/helper.py", "VALUE = 3\n")
+    assert convert() == "<p>run 1</p>"
+    edit(repo / "docs/tutorials/first.py", "# %%\nimport examples.second.kernel\n")
+    assert convert() == "<p>run 2</p>"
+
+
+def test_the_switch():
     assert notebook_cache.enabled({}) and notebook_cache.enabled({"ACADEMY_NB_CACHE": "1"})
     assert not notebook_cache.enabled({"ACADEMY_NB_CACHE": "0"})
     assert not notebook_cache.enabled({"ACADEMY_NB_CACHE": "false"})
