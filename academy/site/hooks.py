@@ -50,8 +50,8 @@ def on_config(config, **kwargs):
     reloading.reload_modules()
     if "mkdocs-jupyter" in (config.get("plugins") or {}):
         notebook_cache.install(notebook_cache.enabled())
-    memo.install()
     config[WORLD_KEY] = memo.world()
+    memo.install(world_hash=config[WORLD_KEY] if hasattr(config, "plugins") else None)
     config[BUILD_KEY] = pages.Build(nav_titles=pages.nav_titles(config.get("nav")))
     repo = downloads.repository(config.get("repo_url"), config.get("edit_uri"))
     config[PUBLISHED_KEY] = downloads.Published(repo, code=downloads.excerpt_files(config.get("docs_dir")))
@@ -71,6 +71,10 @@ def _remembered(step: str, text: str, page, config, compute):
         return compute()
     key = "\0".join([world, page.file.src_path, page.url, repr(_build(config).nav_titles), text])
     return memo.remember(step, key, compute)
+
+
+def on_env(env, config=None, files=None, **kwargs):
+    return memo.theme_templates(env)
 
 
 def on_page_markdown(markdown, page=None, config=None, **kwargs):

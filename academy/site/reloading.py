@@ -9,7 +9,8 @@ build: each module of `RELOADED` already imported is reloaded, after the
 in a later one binds the new ``table``.
 
 The order comes from `import_graph`, read from the source with
-`ast` (imports at module level and inside functions both);
+`ast` (imports at module level and inside functions both; each file's
+imports remembered by its text, `academy.site.memo`);
 ``tests/site/test_imports.py`` checks that the graph has no cycle.
 """
 
@@ -21,6 +22,8 @@ import importlib
 import sys
 from collections.abc import Collection, Sequence
 from pathlib import Path
+
+from academy.site import memo
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 RELOADED = ("academy.bench", "academy.site")
@@ -51,9 +54,15 @@ def _known(name: str, modules: Collection[str]) -> str | None:
 def imports_of(path: Path, name: str, modules: Collection[str]) -> set[str]:
     """The ``modules`` that a module's file imports, anywhere in it; a package's ``__init__`` is not counted
     for its submodules (importing ``a.b.c`` runs ``a`` and ``a.b`` first, never a cycle)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    text = Path(path).read_text()
+    key = "\0".join([str(path), name, *sorted(modules), text])
+    return set(memo.remember("imports_of", key, lambda: _imports_of(text, path, name, modules)))
+
+
+def _imports_of(text: str, path: Path, name: str, modules: Collection[str]) -> frozenset[str]:
+    package = name if Path(path).name == "__init__.py" else name.rpartition(".")[0]
     found: set[str | None] = set()
-    for node in ast.walk(ast.parse(Path(path).read_text(), str(path))):
+    for node in ast.walk(ast.parse(text, str(path))):
         if isinstance(node, ast.Import):
             found.update(_known(alias.name, modules) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -65,7 +74,7 @@ def imports_of(path: Path, name: str, modules: Collection[str]) -> set[str]:
                 found.add(_known(f"{base}.{alias.name}", modules) or _known(base, modules))
     found.discard(None)
     found.discard(name)
-    return found  # type: ignore[return-value]
+    return frozenset(found)  # type: ignore[arg-type]
 
 
 def import_graph(package: str = "academy", package_dir: Path = PACKAGE_DIR) -> dict[str, set[str]]:
