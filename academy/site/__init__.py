@@ -9,6 +9,8 @@
 * `academy.site.headlines`: a chapter's headline cases;
 * `academy.site.search_index`: the search index: notebook pages per section, no code blocks, no stop words in queries;
 * `academy.site.reloading`: the package's import graph; ``mkdocs serve`` reloads edited modules;
+* `academy.site.notebook_cache`: the tutorials' executed output, cached by everything their kernel read;
+* `academy.site.memo`: pure build steps remembered across ``mkdocs serve`` rebuilds;
 * `academy.site.pytest_site`, `academy.site.pytest_verified`: the pytest plugins of the site
   tests and of the verified-with records.
 """
