@@ -23,6 +23,8 @@ PORT       ?= 8000
 # The browser of the site tests, found as academy/site/pytest_site.py finds it:
 # $ACADEMY_CHROMIUM, else the first of these on PATH (else Playwright's own, if installed).
 CHROMIUM   ?= $(or $(ACADEMY_CHROMIUM),$(firstword $(foreach b,chromium chromium-browser google-chrome google-chrome-stable,$(shell command -v $(b) 2>/dev/null))))
+# pytest-xdist workers of `make test`: 2 suits the 2-core CI machine; more cores, more workers.
+TEST_WORKERS ?= 2
 # Seconds a notebook cell may run when mkdocs-jupyter executes docs/tutorials/*.py.
 NB_CELL_TIMEOUT ?= 120
 
@@ -124,8 +126,10 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Two workers (pytest-xdist): every slow test (one site build, one browser) on one of
+# them, the rest spread over both; `academy/site/pytest_site.py` groups them.
 test: install lint browser
-	ACADEMY_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest
+	ACADEMY_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # Everything except the site build and the browser.
 test-fast: install

@@ -1,7 +1,7 @@
 """Pytest plugin: the built site, a browser, and one visit of every page, shared by the site tests.
 
 Registered by the root ``conftest.py``. Everything is session-scoped so the
-whole site suite (``tests/test_site*.py``) builds the site **once**, starts
+whole site suite (``tests/site/test_site*.py``) builds the site **once**, starts
 **one** Chromium, and opens every page **once**:
 
 * ``site_build`` / ``site_dir``: ``mkdocs build --strict`` into a temporary
@@ -66,6 +66,17 @@ def pytest_addoption(parser):
         help="where the site tests save their screenshots (default: $ACADEMY_SCREENSHOTS or test-artifacts/); "
         "write it --screenshots=DIR when no test path is given",
     )
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test`` runs two workers), every slow test goes to one worker:
+    they share one site build, one server and one browser, which a second worker would
+    build again. The other worker takes everything else meanwhile."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.xdist_group("site"))
 
 
 # ---------------------------------------------------------------- build and serve
@@ -273,18 +284,115 @@ ANIMATIONS_SETTLED = """async () => {
 }"""
 
 
+# Highlighted code is thousands of token spans a page (16,000 of the attention chapter's
+# 30,000 elements) in a few dozen colour pairs: axe's contrast rule took half a minute a
+# page on them. So that rule skips code blocks, except the annotations and their
+# tooltips, and `code_colour_problems` checks each distinct colour pair of the rest once.
+CODE_BLOCKS = ".highlight"
+CODE_ANNOTATIONS = ".highlight .md-annotation"
+CODE_TEXT = ".highlight *:not(.md-annotation, .md-annotation *)"
+
+# Every distinct (text colour as drawn, background) pair of the code tokens shown: the
+# colour over the layers of background below it (alpha and opacity composited, as a
+# browser draws them), with how many spans have it and one class for the report.
+CODE_COLOURS = """(selector) => {
+  const rgba = css => {
+    if (!css.startsWith('rgb')) throw new Error(`a colour this check cannot read: ${css}`);
+    const v = css.match(/[\\d.]+/g).map(Number);
+    return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
+  };
+  const over = (top, below) => [0, 1, 2].map(i => top[i] * top[3] + below[i] * (1 - top[3])).concat([1]);
+  const backdrop = el => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] >= 1) break;
+    }
+    return layers.reverse().reduce((below, layer) => over(layer, below), [255, 255, 255, 1]);
+  };
+  const pairs = new Map();
+  for (const el of document.querySelectorAll(selector)) {
+    const hasText = [...el.childNodes].some(n => n.nodeType === Node.TEXT_NODE && n.textContent.trim());
+    if (!hasText || !el.getClientRects().length) continue;
+    let opacity = 1;
+    for (let e = el; e; e = e.parentElement) opacity *= parseFloat(getComputedStyle(e).opacity);
+    const fg = rgba(getComputedStyle(el).color);
+    fg[3] *= opacity;
+    const bg = backdrop(el);
+    const drawn = over(fg, bg);
+    const key = `${drawn.slice(0, 3)}|${bg.slice(0, 3)}`;
+    const pair = pairs.get(key) || {fg: drawn.slice(0, 3), bg: bg.slice(0, 3), count: 0, example: el.className};
+    pair.count += 1;
+    pairs.set(key, pair);
+  }
+  return [...pairs.values()];
+}"""
+
+
+def _linear(channel: float) -> float:
+    return channel / 12.92 if channel <= 0.04045 else ((channel + 0.055) / 1.055) ** 2.4
+
+
+def relative_luminance(rgb: tuple[float, float, float]) -> float:
+    """WCAG 2.x relative luminance of an sRGB colour given as 0-255 channels."""
+    r, g, b = (_linear(c / 255) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_ratio(a: tuple[float, float, float], b: tuple[float, float, float]) -> float:
+    """WCAG 2.x contrast ratio of two sRGB colours, 1 to 21."""
+    hi, lo = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _hex(rgb) -> str:
+    return "#" + "".join(f"{round(c):02x}" for c in rgb)
+
+
+def code_colour_problems(page) -> list[str]:
+    """Highlighted code text below 4.5:1 against its background (the bar of axe's rule for
+    text of that size), one line per colour pair."""
+    lines = []
+    for pair in page.evaluate(CODE_COLOURS, CODE_TEXT):
+        ratio = contrast_ratio(pair["fg"], pair["bg"])
+        if ratio < 4.5:
+            lines.append(
+                f"code-contrast: highlighted code {_hex(pair['fg'])} on {_hex(pair['bg'])} is {ratio:.2f}:1 "
+                f"(needs 4.5:1), {pair['count']} span(s) such as .{pair['example']}"
+            )
+    return lines
+
+
 def run_axe(page, rules: tuple[str, ...] | None = None) -> list[str]:
-    """axe-core's serious and critical violations on the loaded page, once its animations
-    have ended, one line per rule: how many elements, and the first few with what axe
-    measured (colours, contrast)."""
+    """axe-core's serious and critical violations on the loaded page (``rules``: only those),
+    once its animations have ended, one line per rule: how many elements, and the first few
+    with what axe measured (colours, contrast). Where the contrast rule runs, highlighted
+    code's colours are checked by `code_colour_problems` instead, pair by pair."""
     page.evaluate(ANIMATIONS_SETTLED)
     page.evaluate(axe_source())
-    options = {"resultTypes": ["violations"]}
-    if rules:
-        options["runOnly"] = {"type": "rule", "values": list(rules)}
-    result = page.evaluate("options => axe.run(document, options)", options)
+    contrast = rules is None or "color-contrast" in rules
+    base = {"resultTypes": ["violations"]}
+    runs = []
+    if rules is None:
+        runs.append((None, base | {"rules": {"color-contrast": {"enabled": False}}}))
+    elif others := sorted(set(rules) - {"color-contrast"}):
+        runs.append((None, base | {"runOnly": {"type": "rule", "values": others}}))
+    if contrast:
+        only_contrast = base | {"runOnly": {"type": "rule", "values": ["color-contrast"]}}
+        runs.append(({"exclude": [[CODE_BLOCKS]]}, only_contrast))
+        if page.locator(CODE_ANNOTATIONS).count():
+            runs.append(({"include": [[CODE_ANNOTATIONS]]}, only_contrast))
+    violations: dict[str, dict] = {}
+    for context, options in runs:
+        found = page.evaluate("([context, options]) => axe.run(context ?? document, options)", [context, options])
+        for v in found["violations"]:
+            if v["id"] in violations:
+                violations[v["id"]]["nodes"] += v["nodes"]
+            else:
+                violations[v["id"]] = v
     lines = []
-    for v in result["violations"]:
+    for v in violations.values():
         if v["impact"] not in AXE_FAILING:
             continue
         examples = []
@@ -294,6 +402,8 @@ def run_axe(page, rules: tuple[str, ...] | None = None) -> list[str]:
             measured = ", ".join(f"{k} {data[k]}" for k in ("fgColor", "bgColor", "contrastRatio") if data.get(k))
             examples.append(f"{' '.join(map(str, node['target']))[:90]}" + (f" ({measured})" if measured else ""))
         lines.append(f"axe {v['id']} ({v['impact']}) on {len(v['nodes'])} element(s): {'; '.join(examples)}")
+    if contrast:
+        lines += code_colour_problems(page)
     return lines
 
 

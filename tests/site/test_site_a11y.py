@@ -17,7 +17,15 @@ from __future__ import annotations
 import re
 
 from academy.bench.render import SERIES_COLORS
-from academy.site.pytest_site import AXE_COLOUR_RULES, KATEX_DONE, PageWatch, heading_problems, run_axe, summarize
+from academy.site.pytest_site import (
+    AXE_COLOUR_RULES,
+    KATEX_DONE,
+    PageWatch,
+    contrast_ratio,
+    heading_problems,
+    run_axe,
+    summarize,
+)
 
 import pytest
 
@@ -69,13 +77,17 @@ def test_axe_catches_what_it_must(browser):
         '<html lang="en"><head><title>t</title></head><body><main><h1>T</h1>'
         '<p style="color:#bbb">faint text</p><a href="#a"></a>'
         '<p style="color:#000">text with a <a href="#b" style="color:#333;text-decoration:none">link</a> in it</p>'
+        '<div class="highlight" style="background:#f5f5f5"><pre><code><span><span class="k" style="color:#000">'
+        'def</span> <span class="n" style="color:#ccc">faint</span></span></code></pre></div>'
         "</main></body></html>"
     )
     everything, colours = run_axe(page), run_axe(page, AXE_COLOUR_RULES)
     page.close()
     for rule in ("color-contrast", "link-name", "link-in-text-block"):
         assert any(line.startswith(f"axe {rule} ") for line in everything), (rule, everything)
-    assert {line.split()[1] for line in colours} == {"color-contrast", "link-in-text-block"}, colours
+    assert {line.split()[1] for line in colours} == {"color-contrast", "link-in-text-block", "highlighted"}, colours
+    faint_code = [line for line in colours if line.startswith("code-contrast")]
+    assert len(faint_code) == 1 and "#cccccc on #f5f5f5" in faint_code[0] and ".n" in faint_code[0], colours
 
 
 def test_axe_measures_text_once_it_has_faded_in(browser):
@@ -115,25 +127,20 @@ def test_plot_text_is_legible_on_a_phone(base_url, browser):
 # ---------------------------------------------------------------- contrast (WCAG 2.x)
 
 
-def _channels(css: str) -> tuple[float, float, float]:
-    if css.startswith("#"):
-        return tuple(int(css[i : i + 2], 16) / 255 for i in (1, 3, 5))
-    numbers = [float(v) for v in re.findall(r"[\d.]+", css)[:3]]
-    return tuple(v / 255 for v in numbers)
-
-
-def luminance(css: str) -> float:
-    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in _channels(css)]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-
 def contrast(a: str, b: str) -> float:
-    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
+    """The contrast of two CSS colours as computed styles give them ("#rrggbb", "rgb(r, g, b)")."""
+
+    def channels(css: str) -> tuple[float, float, float]:
+        if css.startswith("#"):
+            return tuple(int(css[i : i + 2], 16) for i in (1, 3, 5))
+        return tuple(float(v) for v in re.findall(r"[\d.]+", css)[:3])
+
+    return contrast_ratio(channels(a), channels(b))
 
 
 def test_contrast_formula():
     assert contrast("#000000", "#ffffff") == pytest.approx(21.0)
+    assert contrast("#777777", "#ffffff") == pytest.approx(4.48, abs=0.01)
     assert contrast("rgb(118, 118, 118)", "#ffffff") == pytest.approx(4.54, abs=0.01)
 
 
