@@ -180,8 +180,9 @@ show("examples/gelu/kernel.py:launcher")
 # %% [markdown]
 # ## An overflow-safe tanh
 #
-# Triton has no `tl.tanh` that works everywhere (`libdevice` is not available
-# in the interpreter), so we write it. The textbook definition is
+# Triton has no `tl.tanh` that works everywhere (`libdevice` has one, but
+# the interpreter cannot call it: see the section on libdevice below), so we
+# write it. The textbook definition is
 #
 # $$
 # \tanh z = \frac{e^{2z} - 1}{e^{2z} + 1},
@@ -245,7 +246,138 @@ with np.errstate(over="ignore"):
 # numbers close to 1. GeLU adds 1 right back, so only the absolute error
 # matters there, and it stays at fp32 rounding. (The first exercise removes the
 # subtraction altogether.)
+
+# %% [markdown]
+# ## Calling libdevice, an extern function
 #
+# The exact form needs $\operatorname{erf}$, and $\operatorname{erf}$ is not an
+# elementary function: it is the integral
+# $\operatorname{erf}(x) = \tfrac{2}{\sqrt\pi}\int_0^x e^{-t^2}\,dt$, which no
+# finite combination of `exp`, `log` and arithmetic computes. A kernel gets it
+# from a library that evaluates it by polynomial approximations. How far the
+# tanh form strays from the exact one, in float64 on $[-6, 6]$:
+
+# %%
+grid = torch.linspace(-6, 6, 120001, dtype=torch.float64)
+exact = F.gelu(grid, approximate="none")
+gap = (F.gelu(grid, approximate="tanh") - exact).abs()
+worst = gap.argmax()
+print(f"largest |GeLU_tanh − GeLU| on [-6, 6]: {gap[worst]:.1e}, at x = {grid[worst]:+.3f}")
+print(f"GeLU there: {exact[worst]:.2e}, so the gap is {gap[worst] / exact[worst].abs():.1%} of the value")
+
+# %% [markdown]
+# Where the gap is largest it is a visible fraction of the value, far above
+# fp32's relative rounding of $2^{-24}$: a model trained with the exact form
+# wants $\operatorname{erf}$ itself.
+#
+# Triton's `tl.math` has a short list of such functions, `erf` among them
+# (our `gelu` above calls `tl.math.erf`), and no `tanh`. The rest of the CUDA
+# math library is reached through **libdevice**: NVIDIA ships its math
+# functions as *libdevice*, a library of LLVM bitcode (NVVM IR) that a
+# compiler links into the kernel it is building. NVIDIA's *CUDA libdevice
+# User's Guide* documents each function, named with the prefix `__nv_`:
+# `__nv_erff` is the fp32 `erf`. Triton wraps them as element-wise functions
+# of its own. Here is exact GeLU written with libdevice's `erf`:
+
+# %%
+show("examples/gelu/libdevice_erf.py:libdevice_kernel")
+
+# %% [markdown]
+# - As in `gelu_kernel`, the values are computed in fp32 whatever the
+#   input's dtype: libdevice's `erf` takes fp32 or fp64 only.
+# - `USE_LIBDEVICE` is a `tl.constexpr`, so each value compiles its own
+#   kernel and the other branch is removed.
+# - `libdevice.erf` comes from `from triton.language.extra import libdevice`.
+#   That module holds stubs, functions with an empty body; when Triton
+#   compiles for a GPU, its backend replaces the module by its own library,
+#   `triton.language.extra.cuda.libdevice` on NVIDIA GPUs and the HIP one on
+#   AMD GPUs (`get_module_map` in `triton/backends/nvidia/compiler.py`). The
+#   CUDA module can be imported directly too, in Triton 3.6 as in the Triton
+#   this page runs on, but a kernel that names it runs on NVIDIA GPUs only;
+#   the stub module keeps the kernel portable.
+# - `tl.math.erf` is the branch Triton's CPU interpreter runs, below.
+# - For negative $x$, $1 + \operatorname{erf}(x/\sqrt2)$ cancels, as in
+#   `gelu_kernel`; the tests' tolerance accounts for it.
+#
+# The launcher picks the branch once, from where kernels run:
+
+# %%
+show("examples/gelu/libdevice_erf.py:libdevice_launcher")
+
+# %% [markdown]
+# ### What the interpreter does instead
+#
+# Triton's interpreter (`triton/runtime/interpreter.py`) runs the kernel as
+# Python, one NumPy call per `tl` operation. It has no libdevice: nothing
+# replaces the stub module, so `libdevice.erf` runs its empty body, returns
+# `None`, and the next operation fails. Calling
+# `triton.language.extra.cuda.libdevice.erf` by that name fails as well: the
+# interpreter sets up only `tl`'s own functions, and it has no way to run an
+# extern call anyway (its `create_extern_elementwise` raises
+# `NotImplementedError`). Forcing the libdevice branch under the interpreter
+# shows the first failure:
+
+# %%
+from examples.gelu.libdevice_erf import gelu_erf_libdevice, gelu_erf_libdevice_kernel
+
+x = torch.randn(1000, device=academy.DEVICE) * 3
+if academy.INTERPRETED:
+    y = torch.empty_like(x)
+    try:
+        gelu_erf_libdevice_kernel[(1,)](x, y, x.numel(), USE_LIBDEVICE=True, BLOCK_SIZE=1024)
+    except Exception as error:
+        print(f"{type(error).__name__}: {str(error).splitlines()[-1]}")
+expected = F.gelu(x.double(), approximate="none")
+error = ((gelu_erf_libdevice(x) - expected).norm() / expected.norm()).item()
+print(f"gelu_erf_libdevice(x): relative error {error:.1e} against float64")
+
+# %% [markdown]
+# With `USE_LIBDEVICE` false the kernel calls `tl.math.erf`, and the
+# interpreter evaluates that with Python's own `math.erf`, in double
+# precision, element by element, and rounds each result to fp32. The kernel's
+# output under the interpreter is exactly that, bit for bit
+# (`test_interpreter_erf_is_pythons_math_erf_rounded_to_fp32` in
+# `tests/gelu/test_libdevice.py`), and matches PyTorch's exact GeLU within
+# fp32 rounding.
+#
+# ### On the GPU, both branches are the same code
+#
+# Triton's compiler runs without a GPU: it can compile the two branches for an
+# H100 (sm_90) right here. The libdevice branch enters Triton's IR as an
+# extern call to `__nv_erff`; the other as the math dialect's `erf`, which the
+# NVIDIA backend lowers to a call of the same `__nv_erff`. libdevice is then
+# linked in and the call inlined, and the two PTX listings come out the same:
+
+# %%
+import re
+import warnings
+
+from examples.gelu.libdevice_erf import compile_for_h100, ptx_instructions
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", UserWarning)  # a newer Triton's note on its FP-fusion default
+    compiled = {use: compile_for_h100(use) for use in (True, False)}
+for use, kernel in compiled.items():
+    ir_line = next(
+        text.strip() for text in kernel.asm["ttir"].splitlines() if re.search(r"extern_elementwise|math\.erf", text)
+    )
+    print(f"USE_LIBDEVICE={use}: {ir_line.split(' loc(')[0]}")
+ptx = {use: ptx_instructions(kernel.asm["ptx"]) for use, kernel in compiled.items()}
+print(f"PTX instructions: {len(ptx[True])} and {len(ptx[False])}, identical: {ptx[True] == ptx[False]}")
+print("calls left in the PTX:", sum(text.startswith("call") for text in ptx[True]))
+
+# %% [markdown]
+# So for `erf` the libdevice call buys nothing over `tl.math.erf`: on an
+# NVIDIA GPU both are libdevice's `__nv_erff`. It is the way in for everything
+# `tl.math` lacks: `libdevice.tanh`, `erfinv`, `erfcx`, `lgamma` and the
+# rest, each with a fallback to write for the interpreter, as the tanh above
+# has. The tests check the libdevice kernel against float64 PyTorch, at
+# $\pm\infty$, at large $|x|$ and with NaN inputs (PyTorch and the kernel
+# both give NaN at $-\infty$, where $\tfrac12 x\,(1 + \operatorname{erf})$ is
+# $-\infty \cdot 0$), and, on a GPU, that the compiled kernel names
+# `__nv_erff` and gives the same bits as the `tl.math.erf` branch.
+
+# %% [markdown]
 # ## Measured on a GPU
 #
 # The benchmark (`examples/gelu/bench.py`) times the tanh form in bf16 on
