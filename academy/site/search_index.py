@@ -29,6 +29,13 @@ Two rewrites of Material's ``search/search_index.json``, after the build:
   query drops them before the wildcard is added; the index loses nothing,
   since the same filter already kept the stop words out of it.
 
+* **Sections weighed against their page.** A question names a page's topic
+  ("...in a matmul") and a section's detail; Material indexes a section by its
+  own heading and text only, while the page's own entry (its introduction)
+  holds the page title at the title's weight, so introductions outranked the
+  answering section. Each section gets its page's title in a ``page`` field
+  (`PAGE_BOOST`), and each introduction counts `INTRO_BOOST`.
+
 The reader-question test, ``tests/site/test_site_search.py``, runs the real
 search engine on this index.
 """
@@ -44,6 +51,16 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 log = logging.getLogger("mkdocs.plugins.academy")
+
+# A section's page title, as a field of its own: "the TF32 trap" belongs to "Tiled matmul",
+# and a reader who asks about a matmul names the page's topic, not the heading's. Weighed
+# well below the section's own title (Material's boost: 20), above its text (1); not shown.
+PAGE_FIELD = "page"
+PAGE_BOOST = 10
+# A page's own entry is its introduction, and it holds the page's title: it matched every
+# question that named the topic, above the section that answers it. Material's worker
+# weighs each entry by its "boost"; an introduction counts half.
+INTRO_BOOST = 0.5
 
 PRE_RE = re.compile(r"<pre>.*?</pre>", re.S)
 WHITESPACE_RE = re.compile(r"\s+")
@@ -224,7 +241,14 @@ def rewrite(site_dir: str | Path, entries: Callable[[str, str, str], list[dict]]
                 continue
         doc["text"] = PRE_RE.sub(" ", doc.get("text", ""))
         docs.append(doc)
+    titles = {doc["location"]: doc["title"] for doc in docs if "#" not in doc["location"]}
     for doc in docs:  # runs of white space show as one space in a result anyway: 1% of the index
         doc["text"] = WHITESPACE_RE.sub(" ", doc["text"]).strip()
+        page, _, anchor = doc["location"].partition("#")
+        if anchor and page in titles:
+            doc[PAGE_FIELD] = titles[page]
+        elif not anchor:
+            doc["boost"] = INTRO_BOOST
+    data["config"]["fields"][PAGE_FIELD] = {"boost": PAGE_BOOST}
     data["docs"] = docs
     path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")

@@ -203,4 +203,6 @@ def badge(slug: str) -> str:
     else:
         parts.append("runs on any CUDA GPU Triton supports")
     body = " · ".join(parts)
-    return f'<p class="academy-verified"><small><strong>Verified:</strong> {body}</small></p>\n'
+    # Status, not content: kept out of the search index, where its words (torch, triton, GPU,
+    # verified) matched every page's first entry for any question that named them.
+    return f'<p class="academy-verified" data-search-exclude><small><strong>Verified:</strong> {body}</small></p>\n'

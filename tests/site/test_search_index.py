@@ -76,7 +76,8 @@ def test_rewrite_drops_listings_and_reindexes_notebooks(tmp_path):
         {"location": "tutorials/t/#title", "title": "Title", "text": "the h1 again"},
         {"location": "tutorials/t/#first-section", "title": "First section", "text": "cut at the first cell"},
     ]
-    index = {"config": {"separator": r"[\s\-]+"}, "docs": docs}
+    fields = {"title": {"boost": 20}, "text": {"boost": 1}}
+    index = {"config": {"separator": r"[\s\-]+", "fields": fields}, "docs": docs}
     (tmp_path / "search" / "search_index.json").write_text(json.dumps(index))
     search_index.rewrite(tmp_path)
     out = json.loads((tmp_path / "search" / "search_index.json").read_text())
@@ -88,3 +89,7 @@ def test_rewrite_drops_listings_and_reindexes_notebooks(tmp_path):
         "tutorials/t/#second",
     ]
     assert out["docs"][0]["text"] == "<p>Prose.</p>"
+    # Sections carry their page's title in a field of its own; introductions count less.
+    assert out["config"]["fields"]["page"] == {"boost": search_index.PAGE_BOOST}
+    assert [d.get("page") for d in out["docs"]] == [None, None, "Title", "Title"]
+    assert [d.get("boost") for d in out["docs"]] == [search_index.INTRO_BOOST] * 2 + [None] * 2

@@ -70,3 +70,14 @@ def test_search_index_holds_no_code_blocks(site_dir):
     texts = [doc["text"] for doc in data["docs"]]
     assert not [t for t in texts if "<pre>" in t]
     assert any("<code>" in t for t in texts)
+
+
+def test_search_index_holds_no_verified_badge(site_dir):
+    """A page's verified badge is status, not content: its words (torch, triton, GPU) made every
+    page's first entry match questions that named them."""
+    import json
+
+    data = json.loads((site_dir / "search" / "search_index.json").read_text(encoding="utf-8"))
+    badged = [doc["location"] for doc in data["docs"] if "Verified:" in doc["text"]]
+    assert not badged, badged
+    assert any(doc["location"] == "kernels/fused_softmax/" for doc in data["docs"]), "the page entry itself stays"

@@ -85,7 +85,8 @@ def test_badge_goes_right_under_the_title(fake_repo):
 
     html = '<pre><code># &lt;/h1&gt;</code></pre>\n<div><h1 id="toy">Toy</h1>\n<p>Text.</p></div>'
     lines = insert_badge(html, "toy").split("\n")
-    assert lines[1] == '<div><h1 id="toy">Toy</h1>' and lines[2].startswith('<p class="academy-verified">')
+    assert lines[1] == '<div><h1 id="toy">Toy</h1>'
+    assert lines[2].startswith('<p class="academy-verified" data-search-exclude>')
     assert lines[3:] == ["", "<p>Text.</p></div>"]
     assert insert_badge("<p>No title.</p>", "toy") == "<p>No title.</p>"
 
@@ -139,11 +140,11 @@ def test_hook_directive_and_automatic_badge():
     from academy.site import hooks, pages
 
     text = pages.Build().render(pages.parse_directive("verified vector_add"))
-    assert text.startswith('<p class="academy-verified">')
+    assert text.startswith('<p class="academy-verified" data-search-exclude>')
 
     html = '<h1 id="title">Title</h1>\n<p>Text.</p>'
     for chapter_page in ("kernels/vector_add.md", "tutorials/row_sum.py"):  # a Markdown page, a notebook
         out = hooks.on_page_content(html, page=page(chapter_page))
-        assert out.split("\n")[1].startswith('<p class="academy-verified">'), chapter_page
+        assert out.split("\n")[1].startswith('<p class="academy-verified" data-search-exclude>'), chapter_page
         assert hooks.on_page_content(out, page=page(chapter_page)) == out  # once, and never beside the directive's
     assert hooks.on_page_content(html, page=page("tutorials/why_triton.py")) == html  # no chapter's page
