@@ -48,13 +48,6 @@ def test_headings_in_order_on_every_page(page_reports):
     assert not report, report
 
 
-def test_no_table_is_cut_off_in_a_1280_pixel_window(page_reports):
-    """Every table fits its column at 1280 px (the dashboard's right-hand columns, the
-    ratio against the best peer, were once cut off there)."""
-    report = summarize(page_reports, ("tables",))
-    assert not report, report
-
-
 def test_images_have_alt_text_on_every_page(page_reports):
     report = summarize(page_reports, ("images",))
     assert not report, report
