@@ -126,8 +126,8 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# Two workers (pytest-xdist): every slow test (one site build, one browser) on one of
-# them, the rest spread over both; `academy/site/pytest_site.py` groups them.
+# Two workers (pytest-xdist). A worker that gets a slow test builds the site and starts
+# a browser for itself (pytest 9.2 ignores xdist's group marks), so both may build it.
 test: install lint browser
 	ACADEMY_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 

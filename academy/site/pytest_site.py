@@ -68,17 +68,6 @@ def pytest_addoption(parser):
     )
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test`` runs two workers), every slow test goes to one worker:
-    they share one site build, one server and one browser, which a second worker would
-    build again. The other worker takes everything else meanwhile."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.xdist_group("site"))
-
-
 # ---------------------------------------------------------------- build and serve
 
 
