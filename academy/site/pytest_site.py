@@ -79,6 +79,8 @@ class SiteBuild:
     path: Path
     seconds: float
     log: str
+    cpu_seconds: float = float("nan")
+    """User and system time of the build and every process it started (the notebooks' kernels)."""
 
 
 @pytest.fixture(scope="session")
@@ -117,7 +119,7 @@ def site_build(tmp_path_factory) -> SiteBuild:
     assert not warnings, "the build must be warning-free:\n" + "\n".join(warnings)
     # CPU seconds tell a slow machine from a busy one: wall >> CPU / cores means other load.
     print(f"site built in {elapsed:.1f} s on {os.cpu_count()} cores ({cpu:.1f} CPU-s in the build's processes)")
-    return SiteBuild(out, elapsed, log)
+    return SiteBuild(out, elapsed, log, cpu)
 
 
 @pytest.fixture(scope="session")

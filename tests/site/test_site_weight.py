@@ -15,7 +15,10 @@ pytestmark = pytest.mark.slow
 # search can find, compresses about fourfold. The uncompressed total is held too, more loosely.
 LANDING_LIMIT_GZIP_BYTES = 600_000
 LANDING_LIMIT_BYTES = 2_000_000
-BUILD_LIMIT_S = 180  # the full strict build, notebooks executed, on CI's 2 cores
+# The full strict build, notebooks executed, in CPU seconds of all its processes: a wall-clock
+# limit failed whenever the machine was busy (234 s beside a second CI run), while CPU time is
+# the build's own work (97 CPU-s on an idle 2-core machine on 2026-11-27).
+BUILD_LIMIT_CPU_S = 180
 
 
 def test_landing_page_weight(base_url, browser):
@@ -53,12 +56,11 @@ def test_landing_page_weight(base_url, browser):
 def test_build_time(site_build):
     if site_build.seconds != site_build.seconds:  # NaN: a prebuilt site (ACADEMY_SITE_DIR)
         pytest.skip("ACADEMY_SITE_DIR: the site was built beforehand, its build time is unknown")
-    cores = os.cpu_count()
     print(
-        f"mkdocs build --strict (notebooks executed): {site_build.seconds:.1f} s on {cores} cores "
-        f"(limit {BUILD_LIMIT_S} s)"
+        f"mkdocs build --strict (notebooks executed): {site_build.cpu_seconds:.1f} CPU-s, "
+        f"{site_build.seconds:.1f} s on {os.cpu_count()} cores (limit {BUILD_LIMIT_CPU_S} CPU-s)"
     )
-    assert site_build.seconds < BUILD_LIMIT_S
+    assert site_build.cpu_seconds < BUILD_LIMIT_CPU_S
 
 
 def test_search_index_holds_no_code_blocks(site_dir):
