@@ -1,6 +1,7 @@
 """The exercises' answers: power-of-two scales, the transpose of a 128 × 128-block weight, e4m3 against
 e5m2."""
 
+from academy import DEVICE
 from academy.testing import random_tensor
 
 import pytest
@@ -49,7 +50,7 @@ def test_e4m3_beats_e5m2_inside_its_range():
 def test_e5m2_wins_when_a_block_spans_more_than_e4m3_can():
     """A block whose magnitudes span 2⁻²⁰ to 1: e4m3's range below its largest value is 448 / 2⁻⁹ ≈ 2¹⁸
     (its smallest subnormal), e5m2's 57344 / 2⁻¹⁶ ≈ 2³², so e5m2 keeps the small values that e4m3 flushes."""
-    x = torch.exp2(-20 * torch.rand(16, 1024)) * torch.sign(random_tensor((16, 1024)))
+    x = torch.exp2(-20 * torch.rand(16, 1024, device=DEVICE)) * torch.sign(random_tensor((16, 1024)))
     rel = {}
     for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
         codes, scales = quantize_fp8(x, (1, 128), dtype)

@@ -4,11 +4,13 @@ Every result is compared, element by element, with the float64 product of the
 dequantised operands and must lie within :func:`error_bound` (the products of
 fp8 codes exact, each K-block's sum in the accumulator's precision, the two
 scale multiplies and the fp32 accumulation, one rounding to the output), and
-within the usual relative L2 bar of the output dtype. Outputs are poisoned.
+within a relative L2 bar: the output dtype's, or a few roundings of the arithmetic
+where that is coarser (the GPU's fp8 accumulator keeps about 14 bits, so an fp32
+output cannot meet fp32's bar). Outputs are poisoned.
 """
 
 from academy import DEVICE, INTERPRETED
-from academy.testing import assert_close, poison_allocations, random_tensor
+from academy.testing import assert_close, poison_allocations, random_tensor, tolerance
 
 import pytest
 import torch
@@ -17,6 +19,7 @@ from examples.fp8_matmul import kernel as fm
 from examples.fp8_matmul.kernel import (
     A_BLOCKS,
     B_BLOCKS,
+    accumulator_roundoff,
     dequantize_operand,
     error_bound,
     fp8_matmul,
@@ -61,11 +64,18 @@ def upcast_bound_options(K):
     return dict(chunk=K, chunk_roundoff=2.0**-23, operand_roundoff=2.0**-8 + 2.0**-23)
 
 
+def l2_bar(out_dtype, chunk_roundoff=None, operand_roundoff=0.0, **_) -> float:
+    """The output dtype's relative L2 bar, or four roundings of the accumulator and the operands
+    where those are coarser."""
+    u = accumulator_roundoff() if chunk_roundoff is None else chunk_roundoff
+    return max(tolerance(out_dtype), 4 * (u + 2 * operand_roundoff))
+
+
 def check(y, a, a_scale, b, b_scale, **bound_options):
     assert torch.isfinite(y).all(), "NaN or inf in the output: an element was never written"
     worst = worst_ratio(y, a, a_scale, b, b_scale, **bound_options)
     assert worst <= 1.0, f"error exceeds the derived bound by {worst:.2f}x"
-    assert_close(y, exact(a, a_scale, b, b_scale), dtype=y.dtype)
+    assert_close(y, exact(a, a_scale, b, b_scale), tol=l2_bar(y.dtype, **bound_options))
 
 
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32], ids=str)

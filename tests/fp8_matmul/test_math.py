@@ -1,6 +1,7 @@
 """The chapter's math, checked: the two fp8 formats, the scale choice, the quantisation error, why block
 scales survive an outlier, the accumulation hazard and the promotion that bounds it, the byte counts."""
 
+from academy import DEVICE
 from academy.testing import random_tensor
 
 import pytest
@@ -35,7 +36,7 @@ def test_format_limits():
 
 @pytest.mark.parametrize("block", [(1, 128), (128, 128), (1, None), (None, None), (3, 50)])
 def test_scale_maps_each_blocks_absmax_to_448_exactly(block):
-    x = random_tensor((130, 300)) * torch.rand(130, 1) * 100
+    x = random_tensor((130, 300)) * torch.rand(130, 1, device=DEVICE) * 100
     codes, scales = quantize_fp8(x, block)
     bm, bk = (size or dim for size, dim in zip(block, x.shape))
     for i in range(scales.shape[0]):
