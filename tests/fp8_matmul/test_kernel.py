@@ -208,16 +208,22 @@ def test_empty_k_is_an_empty_sum():
 # --------------------------------------------------------------------------------- the bound can fail
 
 
-@pytest.mark.parametrize("fault", ["neighbour_scale", "scale_times_1.5", "b_scales_transposed"])
+@pytest.mark.parametrize("fault", ["neighbour_scale", "scale_times_2", "b_scales_transposed"])
 def test_the_bound_catches_wrong_scales(fault):
-    """A kernel that read a neighbouring block's scale, a scale 1.5× off, or b's scale of block (k, n)
-    for block (n, k) would leave results outside the bound: the test can fail."""
-    a, a_scale, b, b_scale = operands(16, 384, 384)
+    """A kernel that read a neighbouring block's scale, a scale 2× off, or b's scale of block (k, n)
+    for block (n, k) would leave results outside the bound: the test can fail. The blocks differ in
+    magnitude (a's K blocks by 4^k, b's blocks by 2^(n − 2k)), so every fault moves a large share of
+    the sum; with look-alike blocks a fault could hide inside the GPU's looser bound."""
+    block = torch.arange(3, device=DEVICE)
+    a_magnitude = torch.exp2(2.0 * block).repeat_interleave(128)
+    b_magnitude = torch.exp2(block[:, None] - 2.0 * block[None, :]).repeat_interleave(128, 0).repeat_interleave(128, 1)
+    x, w = random_tensor((16, 384)) * a_magnitude, random_tensor((384, 384)) * b_magnitude
+    a, a_scale, b, b_scale = operands(16, 384, 384, x=x, w=w)
     wrong_a, wrong_b = a_scale.clone(), b_scale.clone()
     if fault == "neighbour_scale":
-        wrong_a[:, 1] = a_scale[:, 2]
-    elif fault == "scale_times_1.5":
-        wrong_a[4, 0] *= 1.5
+        wrong_a[:, 2] = a_scale[:, 1]
+    elif fault == "scale_times_2":
+        wrong_a[4, 2] *= 2
     else:
         wrong_b = b_scale.T.contiguous()
     y = exact(a, wrong_a, b, wrong_b).float()
