@@ -72,9 +72,10 @@ def _bench(args: argparse.Namespace) -> int:
             existing = _existing_results(slug, target, allow_new=bool(args.out))
             measured = run(slug, quick=args.quick, sweeps=sweeps)
             saved = measured if existing is None else results_io.merge_sweeps(existing, measured, sweeps)
+            path = results_io.save(saved, target)
         else:
-            measured = saved = _whole_run(slug, target, quick=args.quick, resume=args.resume)
-        path = results_io.save(saved, target)
+            saved, path = _whole_run(slug, target, quick=args.quick, resume=args.resume)
+            measured = saved
         merged = f", merged into {len(saved.rows)} rows" if saved is not measured else ""
         print(f"{slug}: {len(measured.rows)} rows{merged} -> {path}")
         for provider, reason in measured.skipped.items():
@@ -88,8 +89,9 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _whole_run(slug: str, target: Path, *, quick: bool, resume: bool):
-    """Every sweep, saved after each one ends (`academy.bench.progress`); with ``resume``, only
-    the sweeps that a stopped run on this GPU, of this kernel code, did not finish."""
+    """Every case, saved after each one ends (`academy.bench.progress`); with ``resume``, only
+    the cases that a stopped run on this GPU, of this kernel code, did not finish. Returns the
+    results and the path of the results file, written before the progress is discarded."""
     from academy.bench import progress
     from academy.bench import results as results_io
     from academy.bench.runner import load_spec, run
@@ -100,25 +102,27 @@ def _whole_run(slug: str, target: Path, *, quick: bool, resume: bool):
     if not torch.cuda.is_available():
         raise RuntimeError("benchmarks need a CUDA GPU; on this machine the site shows committed results")
     gpu = torch.cuda.get_device_properties(0).name
-    earlier = progress.load(target, gpu) if resume else None
-    done = [] if earlier is None else earlier.sweeps_done
+    run_cases = {case.key: case.sweep for case in load_spec(slug).cases(quick=quick)}
+    earlier = progress.load(target, gpu, run_cases) if resume else None
+    done = [] if earlier is None else earlier.cases_done
     if earlier is not None:
         results_io.check_mergeable(earlier.results, chapter(slug).code_hash(), gpu)
-        print(f"{slug}: resuming after {len(done)} sweeps: {', '.join(done)}")
+        print(f"{slug}: resuming after {len(done)} of {len(run_cases)} cases")
 
-    def with_earlier(measured, sweeps: list[str]):
-        return measured if earlier is None else results_io.merge_sweeps(earlier.results, measured, sweeps)
+    def with_earlier(measured, cases: list[str]):
+        return measured if earlier is None else results_io.merge_cases(earlier.results, measured, cases, run_cases)
 
-    def checkpoint(sweeps_ended: list[str], measured) -> None:
-        progress.save(progress.Partial(with_earlier(measured, sweeps_ended), done + sweeps_ended), target)
+    def checkpoint(cases_ended: list[str], measured) -> None:
+        progress.save(progress.Partial(with_earlier(measured, cases_ended), done + cases_ended), target)
 
-    remaining = [sweep.name for sweep in load_spec(slug).sweeps if sweep.name not in done]
+    remaining = [key for key in run_cases if key not in done]
     if remaining:
-        whole = with_earlier(run(slug, quick=quick, skip=done, on_sweep_done=checkpoint), remaining)
-    else:  # stopped after its last sweep, before the results file was written
+        whole = with_earlier(run(slug, quick=quick, skip=done, on_case_done=checkpoint), remaining)
+    else:  # stopped after its last case, before the results file was written
         whole = earlier.results
-    progress.discard(target, gpu)
-    return whole
+    path = results_io.save(whole, target)
+    progress.discard(target, gpu)  # after the results file: a run stopped while writing it can still resume
+    return whole, path
 
 
 def _results(_: argparse.Namespace) -> int:
@@ -160,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument(
         "--resume",
         action="store_true",
-        help="finish a whole run that was stopped: measure only the sweeps its saved progress "
+        help="finish a whole run that was stopped: measure only the cases its saved progress "
         "(results/partial/<gpu>.json) lacks; refused unless that progress measured the current kernel code",
     )
     bench.set_defaults(handler=_bench)

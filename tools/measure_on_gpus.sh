@@ -6,7 +6,7 @@
 # GPU i takes the i-th group: it runs the group's tests with verified-with
 # records on (tests/<slug>/, as `academy check` does), then `academy bench` for
 # each slug, with --resume (not with --sweep): a chapter whose earlier run was
-# stopped measures only its missing sweeps. Logs go to OUT/gpu<i>.log; the
+# stopped measures only its missing cases. Logs go to OUT/gpu<i>.log; the
 # results files, the progress of stopped runs (results/partial/) and verified
 # records of every chapter are packed into OUT/measured.tgz (unpack at the
 # repository root). Every step ends by the deadline ACADEMY_DEADLINE_S seconds after the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,13 @@ OURS = "academy"
 def is_ours(provider: str) -> bool:
     """Our op, or one of our own stages/ablations (``"academy:<variant>"``): never a peer."""
     return provider == OURS or provider.startswith(OURS + ":")
+
+
+def case_key(sweep: str, params: Mapping[str, int], dtype: str, mode: str) -> str:
+    """The name of one case (a shape, a dtype and a mode of a sweep), e.g.
+    ``"M=8192: M=8192, N=1024 bfloat16 fwd"``: what a run's saved progress lists as done, and the
+    ``skipped`` entry of a whole case the GPU could not hold."""
+    return f"{sweep}: {', '.join(f'{k}={v}' for k, v in params.items())} {dtype} {mode}"
 
 
 @dataclass(frozen=True)
@@ -82,19 +90,33 @@ class Row:
     def shape_label(self) -> str:
         return "×".join(str(v) for v in self.params.values())
 
+    @property
+    def case_key(self) -> str:
+        return case_key(self.sweep, self.params, self.dtype, self.mode)
+
 
 @dataclass(frozen=True)
 class MergedRun:
-    """A later run whose rows replaced those of some sweeps (``academy bench SLUG --sweep NAME``):
-    its own provenance, and the ceilings its rows' fractions were taken against."""
+    """A later run whose rows replaced those of some sweeps (``academy bench SLUG --sweep NAME``) or
+    finished a stopped run (``--resume``): its own provenance, and the ceilings its rows' fractions
+    were taken against."""
 
     sweeps: list[str]
+    """The sweeps whose every case it measured."""
     provenance: Provenance
     ceilings: Ceilings
+    cases: dict[str, list[str]] = field(default_factory=dict)
+    """For each sweep it measured only part of (a resumed run picks a sweep up where the stopped run
+    left it, and may itself stop inside one): the keys (`case_key`) of the cases it measured."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MergedRun:
-        return cls(list(data["sweeps"]), Provenance(**data["provenance"]), Ceilings(**data["ceilings"]))
+        return cls(
+            list(data["sweeps"]),
+            Provenance(**data["provenance"]),
+            Ceilings(**data["ceilings"]),
+            {sweep: list(keys) for sweep, keys in data.get("cases", {}).items()},
+        )
 
 
 @dataclass
@@ -127,8 +149,16 @@ class Results:
         return self.ceilings_of(sweep).ceiling_of(metric)
 
     def ceilings_of(self, sweep: str | None) -> Ceilings:
+        """The ceilings of the run that measured ``sweep``. A sweep that a resumed run finished was
+        measured by several runs, and each row's ``fraction_of_ceiling`` is against the ceilings of
+        the run that measured that row (`MergedRun.cases` says which); the ceilings given for the
+        sweep are then those of the run that measured its first row."""
         for run in self.merged:
             if sweep in run.sweeps:
+                return run.ceilings
+        first = next((row.case_key for row in self.rows if row.sweep == sweep), None)
+        for run in self.merged:
+            if first in run.cases.get(sweep, ()):
                 return run.ceilings
         return self.ceilings
 
@@ -139,6 +169,9 @@ class Results:
                 del row["label"]  # most rows have none: keep the files as they were
         if not data["merged"]:
             del data["merged"]
+        for run in data.get("merged", []):
+            if not run["cases"]:
+                del run["cases"]  # only a resumed run has any
         return json.dumps(data, indent=1, sort_keys=False) + "\n"
 
     @classmethod
@@ -192,7 +225,13 @@ def merge_sweeps(existing: Results, measured: Results, sweeps: list[str]) -> Res
     for sweep_rows in new_rows.values():
         rows += sweep_rows
     earlier = [
-        MergedRun([s for s in run.sweeps if s not in sweeps], run.provenance, run.ceilings) for run in existing.merged
+        MergedRun(
+            [s for s in run.sweeps if s not in sweeps],
+            run.provenance,
+            run.ceilings,
+            {s: keys for s, keys in run.cases.items() if s not in sweeps},
+        )
+        for run in existing.merged
     ]
     return Results(
         slug=existing.slug,
@@ -202,8 +241,51 @@ def merge_sweeps(existing: Results, measured: Results, sweeps: list[str]) -> Res
         rows=rows,
         skipped={**existing.skipped, **measured.skipped},
         timing=existing.timing or measured.timing,
-        merged=[run for run in earlier if run.sweeps]
+        merged=[run for run in earlier if run.sweeps or run.cases]
         + [MergedRun(list(sweeps), measured.provenance, measured.ceilings)],
+    )
+
+
+def merge_cases(existing: Results, measured: Results, cases: list[str], run_cases: Mapping[str, str]) -> Results:
+    """A stopped run's progress, ``existing``, with ``measured``'s rows of ``cases`` (the case keys
+    the resumed run measured) added; ``run_cases`` maps every case key of the whole run to its sweep,
+    in run order, and the rows come out in that order, as an uninterrupted run gives them.
+
+    The file keeps its provenance and ceilings; ``measured``'s are recorded in ``merged``, with the
+    sweeps it measured whole and the cases of the others it measured. Each row keeps the
+    ``fraction_of_ceiling`` its own run gave it: it is divided by a ceiling measured on the machine,
+    in the process, that timed it, never by another run's."""
+    check_mergeable(existing, measured.provenance.kernel_hash, measured.provenance.gpu)
+    if measured.slug != existing.slug:
+        raise ValueError(f"cannot merge {measured.slug} results into {existing.slug}'s")
+    stray = {row.case_key for row in measured.rows} - set(cases)
+    if stray:
+        raise ValueError(f"the measured rows hold cases that were not named: {sorted(stray)}")
+    position = {key: i for i, key in enumerate(run_cases)}
+    rows = existing.rows + measured.rows
+    outside = {row.case_key for row in rows} - position.keys()
+    if outside:
+        raise ValueError(f"rows of cases the run does not have: {sorted(outside)}")
+    rows.sort(key=lambda row: position[row.case_key])  # stable: a case's providers keep their order
+    measured_here = set(cases)
+    whole_sweeps = [
+        sweep
+        for sweep in dict.fromkeys(run_cases.values())
+        if all(key in measured_here for key, its_sweep in run_cases.items() if its_sweep == sweep)
+    ]
+    part_sweeps: dict[str, list[str]] = {}
+    for key in cases:
+        if run_cases[key] not in whole_sweeps:
+            part_sweeps.setdefault(run_cases[key], []).append(key)
+    return Results(
+        slug=existing.slug,
+        metric=existing.metric,
+        provenance=existing.provenance,
+        ceilings=existing.ceilings,
+        rows=rows,
+        skipped={**existing.skipped, **measured.skipped},
+        timing=existing.timing or measured.timing,
+        merged=[*existing.merged, MergedRun(whole_sweeps, measured.provenance, measured.ceilings, part_sweeps)],
     )
 
 

@@ -3,7 +3,8 @@
 For every case of the chapter's spec, each provider is first checked against
 the reference on the case's inputs (a fast wrong kernel is not a result), then
 timed as described in `TIMING`. The ceilings are measured in the same
-run, so each rate is divided by a ceiling of the same machine on the same day.
+run, so each rate is divided by a ceiling of the same machine on the same day
+(a resumed run measures its own, for the cases it measures).
 
 Why CUDA graphs: on the lent machines, the CPU side of one forward+backward
 through autograd (engine thread hand-off, Python ``backward``, launches) took
@@ -415,11 +416,6 @@ def run_case(
     return rows, failures
 
 
-def skipped_case_key(case: Case) -> str:
-    """The ``skipped`` entry of a whole case the GPU could not hold (the entries are otherwise providers)."""
-    return f"{case.sweep}: {', '.join(f'{k}={v}' for k, v in case.params.items())} {case.dtype_name} {case.mode}"
-
-
 def run(
     slug: str,
     *,
@@ -427,16 +423,17 @@ def run(
     progress: bool = True,
     sweeps: Sequence[str] | None = None,
     skip: Collection[str] = (),
-    on_sweep_done: Callable[[list[str], Results], None] | None = None,
+    on_case_done: Callable[[list[str], Results], None] | None = None,
 ) -> Results:
-    """Measure every case of a chapter's spec (``sweeps``: only those sweeps'; none of the sweeps
-    named in ``skip``); return the results (not yet saved). Each time a sweep ends,
-    ``on_sweep_done(sweeps_ended, results_so_far)`` may save what a stopped run would lose."""
+    """Measure every case of a chapter's spec (``sweeps``: only those sweeps'; none of the cases
+    whose `Case.key` is in ``skip``); return the results (not yet saved). Each time a case ends,
+    ``on_case_done(cases_ended, results_so_far)`` may save what a stopped run would lose: a case
+    is measured whole in one call (all its providers, so its ratios compare one process's timings)."""
     from tqdm.auto import tqdm
 
     spec = load_spec(slug)
     # An unknown sweep name fails before any GPU work.
-    cases = [case for case in spec.cases(quick=quick, sweeps=sweeps) if case.sweep not in skip]
+    cases = [case for case in spec.cases(quick=quick, sweeps=sweeps) if case.key not in skip]
     if not torch.cuda.is_available():
         raise RuntimeError("benchmarks need a CUDA GPU; on this machine the site shows committed results")
     ops, skipped = {}, {}
@@ -449,7 +446,7 @@ def run(
     ceilings = measure_ceilings()
     run_provenance = provenance(slug)
     rows: list[Row] = []
-    sweeps_ended: list[str] = []
+    cases_ended: list[str] = []
 
     def results() -> Results:
         return Results(
@@ -462,18 +459,17 @@ def run(
             timing=TIMING,
         )
 
-    for i, case in enumerate(tqdm(cases, desc=slug, unit="case", disable=not progress)):
+    for case in tqdm(cases, desc=slug, unit="case", disable=not progress):
         try:
             case_rows, failures = run_case(spec, case, ops, ceilings)
         except torch.cuda.OutOfMemoryError as err:  # a zoo shape too large for this GPU: skip it, say so
-            case_rows, failures = [], {skipped_case_key(case): f"out of GPU memory: {_first_line(err)}"}
+            case_rows, failures = [], {case.key: f"out of GPU memory: {_first_line(err)}"}
         if not case_rows:
             gc.collect()  # the failed case's tensors, held by the exception's frames until now
             torch.cuda.empty_cache()
         rows += case_rows
         skipped.update(failures)
-        if i + 1 == len(cases) or cases[i + 1].sweep != case.sweep:
-            sweeps_ended.append(case.sweep)
-            if on_sweep_done is not None:
-                on_sweep_done(list(sweeps_ended), results())
+        cases_ended.append(case.key)
+        if on_case_done is not None:
+            on_case_done(list(cases_ended), results())
     return results()

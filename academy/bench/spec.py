@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from academy.bench.results import case_key
+
 import torch
 
 MODES = ("fwd", "fwd+bwd")
@@ -35,6 +37,11 @@ class Case:
     @property
     def dtype_name(self) -> str:
         return str(self.dtype).removeprefix("torch.")
+
+    @property
+    def key(self) -> str:
+        """Its name in a run's saved progress (`academy.bench.results.case_key`)."""
+        return case_key(self.sweep, self.params, self.dtype_name, self.mode)
 
 
 @dataclass(frozen=True)
