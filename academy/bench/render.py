@@ -8,11 +8,17 @@ Numbers are formatted one way everywhere: three significant figures, thousands
 separators (``2,950 GB/s``, ``0.123 ms``, ``87.3%``), ratios with two decimals
 (``1.23×``). A ratio to the best peer is always *peer's median ÷ ours*, so
 above 1 means ours is faster.
+
+Tables fit the page's column (``TABLE_EM``; a tutorial's output column is
+narrower, ``NOTEBOOK_TABLE_EM``): units sit once in the column header, a shape
+may wrap after each ``×``, and a table whose columns would not fit is split
+into tables that repeat the case columns and ours (`fit_columns`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
@@ -191,6 +197,172 @@ def _resolve(results: Results, sweep: str | None, mode: str | None, dtype: str |
     return resolved
 
 
+# --------------------------------------------------------------------------- fitting a table to its column
+
+TABLE_EM = 50.0
+"""How wide a table may be, in ems of its text, on a Markdown page: the content column of a
+1280-pixel window holds 688 px of table, 53.75 em of Material's 12.8-pixel table text; the rest
+is a margin for `text_em`'s guesses."""
+
+NOTEBOOK_TABLE_EM = 37.0
+"""The same for a table in a tutorial's output, whose column loses the output prompt's width:
+508 px, 39.7 em."""
+
+CELL_PADDING_EM = 1.6
+"""A cell's padding left and right (docs/stylesheets/a11y.css) and its border, in ems."""
+
+_WBR = "<wbr>"
+_TAG = re.compile(r"<(/?)(\w+)[^>]*>")
+_NARROW = set("ijlrtf.,:;!|()[]' ")
+_WIDE = set("MWmw%×@±—")
+
+
+def breakable(name: str) -> str:
+    """A name with places to wrap a table cell that the browser would not take by itself: after
+    ``_`` and ``.`` inside it and inside a CamelCase word (``torch.<wbr>compile``,
+    ``sdpa_<wbr>pregathered``, ``Flash<wbr>Attention``). Copied text is unchanged."""
+    name = re.sub(r"([_.])(?=\w)", r"\1" + _WBR, name)
+    return re.sub(r"(?<=[a-z]{3})(?=[A-Z][a-z]{2})", _WBR, name)
+
+
+def shape_cell(values: Iterable[object]) -> str:
+    """``8×<wbr>4096×<wbr>128``: a shape that may wrap after each ``×`` in a narrow column."""
+    return ("×" + _WBR).join(escape(str(v)) for v in values)
+
+
+def _char_em(char: str) -> float:
+    if char in _NARROW:
+        return 0.35
+    if char in _WIDE or char.isupper():
+        return 0.85
+    return 0.62
+
+
+def text_em(cell: str) -> float:
+    """A guess at the narrowest a cell of Markdown and inline HTML can be, in ems of table text:
+    its longest run that cannot wrap (wrapping at spaces, hyphens, ``<br>`` and ``<wbr>``),
+    ``<small>`` text at 80% and bold text 10% wider. Erring wide: a table split too early is
+    still readable, a table cut off is not."""
+    cell = cell.replace("&nbsp;", "\u00a0")
+    widest = run = 0.0
+    small = 0
+    bold = False
+    i = 0
+    while i < len(cell):
+        tag = _TAG.match(cell, i)
+        if tag:
+            name = tag.group(2).lower()
+            if name == "small":
+                small += -1 if tag.group(1) else 1
+            elif name in ("br", "wbr"):
+                run = 0.0
+            i = tag.end()
+            continue
+        if cell.startswith("**", i):
+            bold = not bold
+            i += 2
+            continue
+        char = cell[i]
+        i += 1
+        if char == " ":
+            run = 0.0
+            continue
+        run += _char_em(char) * (0.8 if small else 1.0) * (1.1 if bold else 1.0)
+        widest = max(widest, run)
+        if char == "-":
+            run = 0.0
+    return widest
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a Markdown table: its header, its cells top to bottom, its alignment."""
+
+    header: str
+    cells: tuple[str, ...]
+    numeric: bool = True
+
+    @property
+    def em(self) -> float:
+        """The narrowest this column can be, padding included (`text_em`)."""
+        return max(text_em(text) for text in (self.header, *self.cells)) + CELL_PADDING_EM
+
+
+def markdown_table(columns: Sequence[Column]) -> str:
+    """A Markdown table of ``columns``: text left-aligned, numbers right-aligned."""
+    lines = [
+        "| " + " | ".join(c.header for c in columns) + " |",
+        "|" + "|".join("--:" if c.numeric else ":--" for c in columns) + "|",
+    ]
+    lines += ["| " + " | ".join(cells) + " |" for cells in zip(*(c.cells for c in columns))]
+    return "\n".join(lines)
+
+
+def fit_columns(
+    lead: Sequence[Column],
+    providers: Mapping[str, Column],
+    tail: Sequence[Column] = (),
+    *,
+    width_em: float = TABLE_EM,
+) -> list[list[Column]]:
+    """The columns of one table, or of several when they would not fit ``width_em`` together.
+
+    ``lead`` (the case) starts every table and ``tail`` (ours against the ceiling and the peers)
+    ends the first. Split, the first table holds ours and the peers, the next ones ours and its
+    own earlier stages, each group in as many tables as it needs; ours starts each table, so that
+    every number has ours beside it.
+    """
+
+    def em(columns: Iterable[Column]) -> float:
+        return sum(c.em for c in columns)
+
+    names = list(providers)
+    if em(lead) + em(providers.values()) + em(tail) <= width_em:
+        return [[*lead, *providers.values(), *tail]]
+    head = [OURS] if OURS in providers else []
+    peers = [p for p in names if not is_ours(p)]
+    stages = [p for p in names if is_ours(p) and p != OURS]
+    tables: list[list[str]] = []
+    for group in (peers, stages):
+        if not group:
+            continue
+        current = list(head)
+        room = width_em - em(lead) - em(providers[p] for p in head) - (0 if tables else em(tail))
+        for name in group:
+            if len(current) > len(head) and providers[name].em > room:
+                tables.append(current)
+                current = list(head)
+                room = width_em - em(lead) - em(providers[p] for p in head)
+            current.append(name)
+            room -= providers[name].em
+        tables.append(current)
+    return [
+        [*lead, *(providers[p] for p in table), *(tail if i == 0 else ())] for i, table in enumerate(tables or [head])
+    ]
+
+
+def _continued(columns: Sequence[Column], providers: Mapping[str, Column]) -> str:
+    """The line above a table split off from the first: what its columns add."""
+    peers = [column for provider, column in providers.items() if not is_ours(provider)]
+    if any(column is peer for column in columns for peer in peers):
+        return "*The same cases: ours against more peers.*"
+    return "*The same cases: ours against its own earlier stages.*"
+
+
+def fitted_tables(
+    lead: Sequence[Column],
+    providers: Mapping[str, Column],
+    tail: Sequence[Column] = (),
+    *,
+    width_em: float = TABLE_EM,
+) -> str:
+    """`fit_columns`' tables in Markdown, each one after the first under a line saying what it adds."""
+    tables = fit_columns(lead, providers, tail, width_em=width_em)
+    out = [markdown_table(tables[0])]
+    out += [_continued(columns, providers) + "\n\n" + markdown_table(columns) for columns in tables[1:]]
+    return "\n\n".join(out)
+
+
 # --------------------------------------------------------------------------- table
 
 
@@ -199,10 +371,21 @@ def spread(row: Row) -> float:
     return (row.ms_p80 - row.ms_p20) / 2 / row.ms if row.ms > 0 else math.nan
 
 
-def _provider_cell(row: Row | None, unit: str) -> str:
+def time_unit(rows: Iterable[Row]) -> tuple[str, float]:
+    """The unit a table gives its times in, and the factor from ms: the one whose longest figure
+    is shorter, µs for short kernels (``13.1`` rather than ``0.0131``), ms on a tie."""
+    times = [row.ms for row in rows]
+
+    def longest(per_ms: float) -> int:
+        return max(len(fmt(ms * per_ms)) for ms in times)
+
+    return ("µs", 1000.0) if longest(1000.0) < longest(1.0) else ("ms", 1.0)
+
+
+def _provider_cell(row: Row | None, per_ms: float) -> str:
     if row is None:
         return DASH
-    return f"{fmt(row.ms)} ms <small>±{fmt(spread(row) * 100, 2)}%</small><br>{fmt(row.rate)} {unit}"
+    return f"{fmt(row.ms * per_ms)} <small>±{fmt(spread(row) * 100, 2)}%</small><br>{fmt(row.rate)}"
 
 
 def _ratio_cell(comparison: Comparison) -> str:
@@ -212,11 +395,48 @@ def _ratio_cell(comparison: Comparison) -> str:
     text = fmt_ratio(ratio)
     if round(ratio, 2) >= 1:
         text = f"**{text}**"
-    return f"{text} <small>{escape(provider_label(comparison.best_peer.provider))}</small>"
+    return f"{text} <small>{breakable(escape(provider_label(comparison.best_peer.provider)))}</small>"
 
 
-def table(results: Results, *, sweep: str | None = None, mode: str | None = None, dtype: str | None = None) -> str:
-    """A Markdown table, one line per case: per provider median ms and rate, ours vs the ceiling and peers."""
+def _case_columns(
+    rows: Sequence[Row], cases: Mapping[CaseKey, Mapping[str, Row]], *, models: bool = True
+) -> list[Column]:
+    """The columns that say which case a line is: its shape, with the sweep, dtype and mode under it
+    where they vary, and (``models``) the models it stands for in a zoo sweep."""
+    key_orders = {tuple(row.params) for row in rows}
+    one_order = len(key_orders) == 1
+    extra = [name for name in ("sweep", "dtype", "mode") if len({getattr(k, name) for k in cases}) > 1]
+    header = shape_cell(next(iter(key_orders))) if one_order else "shape"
+    if extra:
+        header += f"<br><small>{', '.join(extra)}</small>"
+    cells = []
+    for key in cases:
+        params = dict(key.params)
+        shape = shape_cell(params.values()) if one_order else shape_text(params)
+        if extra:
+            shape += f"<br><small>{escape(', '.join(str(getattr(key, name)) for name in extra))}</small>"
+        cells.append(shape)
+    columns = [Column(header, tuple(cells), numeric=False)]
+    if models and any(row.label for row in rows):  # a zoo sweep: say which models each shape stands for
+        labels = [next((row.label for row in by.values() if row.label), "") for by in cases.values()]
+        columns.append(Column("models", tuple(escape(label) or DASH for label in labels), numeric=False))
+    return columns
+
+
+def _provider_header(provider: str, units: str) -> str:
+    return f"{breakable(escape(provider_label(provider)))}<br><small>{units}</small>"
+
+
+def table(
+    results: Results,
+    *,
+    sweep: str | None = None,
+    mode: str | None = None,
+    dtype: str | None = None,
+    width_em: float = TABLE_EM,
+) -> str:
+    """A Markdown table, one line per case: per provider the median time and rate, ours vs the
+    ceiling and the peers; split in several when it would not fit ``width_em`` (`fit_columns`)."""
     sweep, mode, dtype = _resolve(results, sweep, mode, dtype, need_one=False)
     rows = _filter(results.rows, sweep, mode, dtype)
     if not rows:
@@ -225,44 +445,33 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
     providers = order_providers(row.provider for row in rows)
     metric = metric_of(results, rows)
     unit = results.unit_of(metric)
+    t_unit, per_ms = time_unit(rows)
 
-    key_orders = {tuple(row.params) for row in rows}
-    shape_header = "×".join(next(iter(key_orders))) if len(key_orders) == 1 else "shape"
-    extra = [name for name in ("sweep", "dtype", "mode") if len({getattr(k, name) for k in cases}) > 1]
-
-    labelled = any(row.label for row in rows)  # a zoo sweep: say which models each shape stands for
-    header = [shape_header, *(["models"] if labelled else []), *extra]
-    header += [provider_label(provider) for provider in providers]
-    header += [f"% of {ceiling_name(metric)}", "vs best peer"]
-    left = 1 + labelled + len(extra)  # left-aligned text columns
-
-    lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join([":--"] * left + ["--:"] * (len(header) - left)) + "|",
-    ]
-    for key, by_provider in cases.items():
-        params = dict(key.params)
-        shape = "×".join(str(v) for v in params.values()) if len(key_orders) == 1 else shape_text(params)
-        label = next((row.label for row in by_provider.values() if row.label), "")
-        cells = [shape, *([escape(label) or DASH] if labelled else []), *(getattr(key, name) for name in extra)]
-        for provider in providers:
-            cells.append(_provider_cell(by_provider.get(provider), unit))
-        ours = by_provider.get(OURS)
-        cells.append(DASH if ours is None else fmt_pct(ours.fraction_of_ceiling))
-        cells.append(_ratio_cell(compare(by_provider)))
-        lines.append("| " + " | ".join(cells) + " |")
+    by_provider = {
+        p: Column(
+            _provider_header(p, f"{t_unit}, {unit}"),
+            tuple(_provider_cell(case.get(p), per_ms) for case in cases.values()),
+        )
+        for p in providers
+    }
+    ceiling = Column(
+        f"% of {ceiling_name(metric)}",
+        tuple(DASH if OURS not in case else fmt_pct(case[OURS].fraction_of_ceiling) for case in cases.values()),
+    )
+    versus = Column("vs best peer", tuple(_ratio_cell(compare(case)) for case in cases.values()))
 
     what = ", ".join(filter(None, [sweep, dtype, mode]))
     stages = any(is_ours(p) and p != OURS for p in providers)
     note = (
-        f"*{what + ': ' if what else ''}median time per call over CUDA-graph replays ± half its p20–p80 range; "
-        f"{unit} from the minimal "
+        f"*{what + ': ' if what else ''}each provider's cell is its median time per call over CUDA-graph replays, "
+        f"in {t_unit}, ± half its p20–p80 range, and under it the {unit} that time gives from the minimal "
         f"{'bytes' if metric == 'bandwidth' else 'FLOPs'} per call; % of the {ceiling_name(metric)} ceiling "
         f"measured in the same run ({fmt_rate(results.ceiling_of(metric, sweep), unit)}); "
         f"vs best peer = fastest peer's median ÷ ours, bold when ours is at least as fast"
         f"{'; ours (…) are our own earlier stages, not peers' if stages else ''}.*"
     )
-    out = "\n".join(lines) + "\n\n" + note + "\n"
+    lead = _case_columns(rows, cases)
+    out = fitted_tables(lead, by_provider, [ceiling, versus], width_em=width_em) + "\n\n" + note + "\n"
     host_timed = _distinct(row.provider for row in rows if row.host_timed)
     if host_timed:
         out += (
@@ -281,7 +490,14 @@ def table(results: Results, *, sweep: str | None = None, mode: str | None = None
 # --------------------------------------------------------------------------- memory
 
 
-def memory(results: Results, *, sweep: str | None = None, mode: str | None = None, dtype: str | None = None) -> str:
+def memory(
+    results: Results,
+    *,
+    sweep: str | None = None,
+    mode: str | None = None,
+    dtype: str | None = None,
+    width_em: float = TABLE_EM,
+) -> str:
     """A Markdown table of the peak memory one call allocates, per provider, with each
     provider's peak as a multiple of ours (above 1×: it needs more memory than ours)."""
     sweep, mode, dtype = _resolve(results, sweep, mode, dtype, need_one=False)
@@ -290,36 +506,27 @@ def memory(results: Results, *, sweep: str | None = None, mode: str | None = Non
         raise ValueError(f"{results.slug}: no peak memory recorded for sweep={sweep} mode={mode} dtype={dtype}")
     cases = _group(rows)
     providers = order_providers(row.provider for row in rows)
-    key_orders = {tuple(row.params) for row in rows}
-    shape_header = "×".join(next(iter(key_orders))) if len(key_orders) == 1 else "shape"
-    extra = [name for name in ("sweep", "dtype", "mode") if len({getattr(k, name) for k in cases}) > 1]
-    header = [shape_header, *extra, *(provider_label(p) for p in providers)]
-    lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join([":--"] * (1 + len(extra)) + ["--:"] * len(providers)) + "|",
-    ]
-    for key, by_provider in cases.items():
-        params = dict(key.params)
-        shape = "×".join(str(v) for v in params.values()) if len(key_orders) == 1 else shape_text(params)
-        cells = [shape, *(getattr(key, name) for name in extra)]
-        ours = by_provider.get(OURS)
-        for provider in providers:
-            row = by_provider.get(provider)
-            if row is None:
-                cells.append(DASH)
-                continue
-            cell = f"{fmt(row.peak_mib)} MiB"
-            if ours is not None and provider != OURS and ours.peak_mib > 0:
-                cell += f" <small>{fmt_ratio(row.peak_mib / ours.peak_mib)}</small>"
-            cells.append(cell)
-        lines.append("| " + " | ".join(cells) + " |")
+
+    def cell(provider: str, by_provider: Mapping[str, Row]) -> str:
+        row, ours = by_provider.get(provider), by_provider.get(OURS)
+        if row is None:
+            return DASH
+        text = fmt(row.peak_mib)
+        if ours is not None and provider != OURS and ours.peak_mib > 0:
+            text += f" <small>{fmt_ratio(row.peak_mib / ours.peak_mib)}</small>"
+        return text
+
+    by_provider = {
+        p: Column(_provider_header(p, "MiB"), tuple(cell(p, case) for case in cases.values())) for p in providers
+    }
+    lead = _case_columns(rows, cases, models=False)
     what = ", ".join(filter(None, [sweep, dtype, mode]))
     note = (
-        f"*{what + ': ' if what else ''}peak CUDA memory one call allocates beyond its inputs "
+        f"*{what + ': ' if what else ''}peak CUDA memory one call allocates beyond its inputs, in MiB "
         "(`torch.cuda.max_memory_allocated`: outputs, saved tensors, gradients, workspaces); "
         "the small figure is that provider's peak ÷ ours.*"
     )
-    return "\n".join(lines) + "\n\n" + note + "\n"
+    return fitted_tables(lead, by_provider, width_em=width_em) + "\n\n" + note + "\n"
 
 
 # --------------------------------------------------------------------------- plot

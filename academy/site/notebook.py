@@ -65,8 +65,10 @@ def answer(ref: str, title: str = "Answer"):
 
 
 def _views(name: str, slug: str, filters: dict[str, str]):
-    """The per-GPU views the pages' ``<!-- bench:NAME SLUG ... -->`` draws, checked the same way."""
-    return pages.Build().views(pages.make_directive(name, [slug], filters.items()))
+    """The per-GPU views the pages' ``<!-- bench:NAME SLUG ... -->`` draws, checked the same way;
+    tables fitted to a notebook's output column, narrower than a page's."""
+    directive = pages.make_directive(name, [slug], filters.items())
+    return pages.Build().views(directive, table_em=render.NOTEBOOK_TABLE_EM)
 
 
 def _not_measured(slug: str):

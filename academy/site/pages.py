@@ -248,15 +248,19 @@ class Build:
         link = downloads.results_link(slug, path.name, self.src_path)
         return f"\n    The measurements: {link} (every row, with its provenance).\n"
 
-    def views(self, d: Directive) -> list[tuple[Results, str]]:
-        """A per-GPU directive (table, plot, memory, summary, provenance) drawn from each results file."""
+    def views(self, d: Directive, *, table_em: float = render.TABLE_EM) -> list[tuple[Results, str]]:
+        """A per-GPU directive (table, plot, memory, summary, provenance) drawn from each results file;
+        a table no wider than ``table_em`` (a tutorial's column is narrower than a page's)."""
         ch = chapter(d.slug)
         results = self.results(ch)
         if not results:
             return []
         if d.name in ("table", "plot", "memory"):
-            draw = {"table": render.table, "plot": render.plot, "memory": render.memory}[d.name]
-            return [(r, draw(r, **d.options)) for r in _measuring_the_sweep(results, d.options.get("sweep"))]
+            measured = _measuring_the_sweep(results, d.options.get("sweep"))
+            if d.name == "plot":
+                return [(r, render.plot(r, **d.options)) for r in measured]
+            draw = render.table if d.name == "table" else render.memory
+            return [(r, draw(r, **d.options, width_em=table_em)) for r in measured]
         if d.name == "summary":
             cases = headline(d.slug)
             return [(r, render.summary(r, cases)) for r in results]

@@ -433,6 +433,19 @@ PAGE_FACTS = r"""() => {
         .filter(img => !(img.getAttribute('alt') || '').trim()
                        && img.getAttribute('role') !== 'presentation' && img.getAttribute('aria-hidden') !== 'true')
         .map(img => (img.getAttribute('src') || '').slice(0, 80)),
+    // Tables wider than the room their column gives them, at the visit's 1280-pixel window:
+    // from the table's left edge to the visible right edge of the region that scrolls it
+    // (Material's scroll wrapper), or wider than the table's own box (a table scrolls too).
+    wideTables: [...article.querySelectorAll('table')].filter(t => t.getClientRects().length)
+        .map(t => {
+          const wrap = t.closest('.md-typeset__scrollwrap') || t.parentElement;
+          const room = wrap.getBoundingClientRect().left + wrap.clientLeft + wrap.clientWidth
+                       - t.getBoundingClientRect().left;
+          return [t, Math.round(room)];
+        })
+        .filter(([t, room]) => t.scrollWidth > room + 1 || t.scrollWidth > t.clientWidth + 1)
+        .map(([t, room]) => `${(t.querySelector('th') || t).textContent.trim().slice(0, 40)}: `
+             + `${t.scrollWidth} px in ${room} px`),
     svgs: [...article.querySelectorAll('svg[role="img"]')]
         .filter(svg => !(svg.getAttribute('aria-label') || '').trim() && !svg.querySelector(':scope > title'))
         .map(svg => svg.outerHTML.slice(0, 80)),
@@ -452,6 +465,9 @@ class PageReport:
         if lines:
             self.problems.setdefault(category, []).extend(lines)
 
+
+# A laptop's window: no table may need scrolling sideways at this width.
+VISIT_VIEWPORT = {"width": 1280, "height": 800}
 
 OPEN_ENCLOSING_DETAILS = """el => {
   for (let d = el.closest('details'); d; d = d.parentElement && d.parentElement.closest('details')) d.open = true;
@@ -523,15 +539,17 @@ def visit(page, watch: PageWatch, url: str, site_dir: Path, path: str) -> PageRe
     report.add("headings", heading_problems(report.headings))
     report.add("images", [f"img without alt text: {src}" for src in facts["images"]])
     report.add("images", [f"svg[role=img] without aria-label or title: {s}" for s in facts["svgs"]])
+    report.add("tables", [f"table cut off: {t}" for t in facts["wideTables"]])
     return report
 
 
 @pytest.fixture(scope="session")
 def page_reports(site_dir, base_url, browser) -> dict[str, PageReport]:
-    """Every page, visited once in a fresh context (first-visit bytes), in light mode."""
+    """Every page, visited once in a fresh context (first-visit bytes), in light mode, in a
+    1280-pixel-wide window."""
     pages = site_pages(site_dir)
     assert "/" in pages and len(pages) > 3, f"suspiciously few pages: {pages}"
-    context = browser.new_context()
+    context = browser.new_context(viewport=VISIT_VIEWPORT)
     watch = PageWatch(context)
     page = context.new_page()
     watch.attach(page)

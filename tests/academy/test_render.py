@@ -47,6 +47,11 @@ def table_cells(markdown):
     return split(lines[0]), [split(line) for line in lines[2:]]
 
 
+def names(header):
+    """A header row's names, without the units line under them and the places to wrap."""
+    return [cell.split("<br>")[0].replace("<wbr>", "") for cell in header]
+
+
 # --------------------------------------------------------------------------- formatting
 
 
@@ -82,13 +87,14 @@ def test_provider_order_ours_first_then_known_peers_then_sorted():
 
 def test_table_columns_and_ratios(results):
     header, rows = table_cells(render.table(results))
-    assert header == ["M×N", "ours", "eager", "torch.compile", "% of copy", "vs best peer"]
-    assert [r[0] for r in rows] == ["8192×1024", "8192×4096", "8192×16384"]
+    assert names(header) == ["M×N", "ours", "eager", "torch.compile", "% of copy", "vs best peer"]
+    assert header[0] == "M×<wbr>N" and header[1] == "ours<br><small>ms, GB/s</small>"  # units once, in the header
+    assert [r[0] for r in rows] == ["8192×<wbr>1024", "8192×<wbr>4096", "8192×<wbr>16384"]
     first, second, third = rows
     # rate = 2*8192*1024*2 B / 1 ms = 33.6 GB/s; p20/p80 = 0.99/1.02 ms -> ±1.5%
-    assert first[1] == "1.00 ms <small>±1.5%</small><br>33.6 GB/s"
-    assert first[2].startswith("2.00 ms")
-    assert first[-1] == "**1.50×** <small>torch.compile</small>"  # 1.5 ms / 1.0 ms, bold: ours faster
+    assert first[1] == "1.00 <small>±1.5%</small><br>33.6"
+    assert first[2].startswith("2.00 <small>")
+    assert first[-1] == "**1.50×** <small>torch.<wbr>compile</small>"  # 1.5 ms / 1.0 ms, bold: ours faster
     assert second[-1] == "0.75× <small>eager</small>"  # 3.0 / 4.0, not bold
     assert third[-1] == "—"
     assert first[-2] == "1.12%"  # 33.55 / 3000
@@ -117,11 +123,84 @@ def test_table_mentions_skipped_providers_and_ceiling(results):
 def test_table_filters_and_extra_columns():
     res = make_results([make_row("academy", 1024, 1.0, mode="fwd"), make_row("academy", 1024, 3.0, mode="fwd+bwd")])
     header, rows = table_cells(render.table(res))
-    assert header[:2] == ["M×N", "mode"] and len(rows) == 2
+    # The mode varies: it goes under the shape, not in a column of its own.
+    assert header[0] == "M×<wbr>N<br><small>mode</small>" and len(header) == 4 and len(rows) == 2
+    assert [r[0] for r in rows] == ["8192×<wbr>1024<br><small>fwd</small>", "8192×<wbr>1024<br><small>fwd+bwd</small>"]
     header, rows = table_cells(render.table(res, mode="fwd+bwd"))
-    assert "mode" not in header and len(rows) == 1 and rows[0][1].startswith("3.00 ms")
+    assert "mode" not in header[0] and len(rows) == 1 and rows[0][1].startswith("3.00 <small>")
     with pytest.raises(ValueError, match="mode='bwd'"):
         render.table(res, mode="bwd")
+
+
+# --------------------------------------------------------------------------- fitting the column
+
+
+def test_times_under_a_millisecond_read_in_microseconds():
+    fast = make_results([make_row("academy", 1024, 0.0131), make_row("eager", 1024, 0.5)])
+    header, rows = table_cells(render.table(fast))
+    assert header[1] == "ours<br><small>µs, GB/s</small>" and rows[0][1].startswith("13.1 <small>")
+    # One slow provider: 3,710 µs is still shorter than 0.00331 ms.
+    mixed = make_results([make_row("academy", 1024, 0.00331), make_row("eager", 1024, 3.71)])
+    assert table_cells(render.table(mixed))[1][0][2].startswith("3,710 <small>")
+    # 137 ms would be 137,000 µs: the table stays in ms.
+    slow = make_results([make_row("academy", 1024, 0.0122), make_row("eager", 1024, 137.0)])
+    assert table_cells(render.table(slow))[0][1] == "ours<br><small>ms, GB/s</small>"
+
+
+def test_names_and_shapes_get_places_to_wrap():
+    assert render.breakable("torch.compile") == "torch.<wbr>compile"
+    assert render.breakable("sdpa_pregathered") == "sdpa_<wbr>pregathered"
+    assert render.breakable("FlashAttention") == "Flash<wbr>Attention"
+    for name in ("cuBLAS", "PyTorch", "ours (k loop)"):  # short or already breakable: as they are
+        assert render.breakable(name) == name
+    assert render.shape_cell([8, 4096, 128]) == "8×<wbr>4096×<wbr>128"
+
+
+def test_text_em_is_the_longest_run_that_cannot_wrap():
+    assert render.text_em("8×<wbr>4096×<wbr>128") == render.text_em("4096×")
+    assert render.text_em("ours<br><small>ms, TFLOP/s</small>") == render.text_em("<small>TFLOP/s</small>")
+    assert render.text_em("<small>TFLOP/s</small>") < render.text_em("TFLOP/s") < render.text_em("**TFLOP/s**")
+    assert render.text_em("Mistral-Nemo-12B") == render.text_em("Mistral-")
+
+
+def many_providers():
+    peers = ["eager", "compile", "liger", "flash", "cublas"]
+    stages = ["academy:naive", "academy:k_loop", "academy:grouped", "academy:pipelined"]
+    rows = [make_row(p, n, 1.0 + i / 10) for n in (1024, 4096) for i, p in enumerate(["academy", *stages, *peers])]
+    return make_results(rows)
+
+
+def test_a_table_too_wide_for_its_column_is_split():
+    res = many_providers()
+    assert render.table(res, width_em=1000).count("|:--|") == 1
+    text = render.table(res, width_em=30)
+    tables = [t for t in text.split("\n\n") if t.startswith("|")]
+    assert len(tables) >= 3
+    seen = []
+    for i, table in enumerate(tables):
+        header, rows = table_cells(table)
+        # Every table: the case, then ours; the ceiling and the best peer only in the first.
+        assert names(header)[:2] == ["M×N", "ours"] and [r[0] for r in rows] == ["8192×<wbr>1024", "8192×<wbr>4096"]
+        assert (names(header)[-2:] == ["% of copy", "vs best peer"]) == (i == 0)
+        seen += [h for h in names(header)[2:] if h not in ("% of copy", "vs best peer")]
+        columns = zip(header, *rows)
+        assert sum(max(map(render.text_em, column)) + render.CELL_PADDING_EM for column in columns) <= 30
+    # Every provider once: the peers first, then our own stages.
+    peers = ["eager", "torch.compile", "cuBLAS", "FlashAttention", "Liger"]
+    assert seen == [*peers, "ours (naive)", "ours (k loop)", "ours (grouped)", "ours (pipelined)"]
+    assert "*The same cases: ours against its own earlier stages.*" in text
+    assert text.count("median time per call") == 1  # one note for all of them
+
+
+def test_fit_columns_keeps_a_table_that_fits_whole():
+    lead = [render.Column("M×N", ("1×2",), numeric=False)]
+    providers = {p: render.Column(p, ("1.00",)) for p in ("academy", "academy:naive", "eager")}
+    tail = [render.Column("vs best peer", ("1.00×",))]
+    [only] = render.fit_columns(lead, providers, tail, width_em=1000)
+    assert [c.header for c in only] == ["M×N", "academy", "academy:naive", "eager", "vs best peer"]
+    first, second = render.fit_columns(lead, providers, tail, width_em=sum(c.em for c in [*lead, *tail]) + 8)
+    assert [c.header for c in first] == ["M×N", "academy", "eager", "vs best peer"]
+    assert [c.header for c in second] == ["M×N", "academy", "academy:naive"]
 
 
 # --------------------------------------------------------------------------- plot
@@ -277,7 +356,7 @@ def test_our_variants_are_never_the_best_peer():
         ]
     )
     header, rows = table_cells(render.table(res))
-    assert header[1:4] == ["ours", "ours (naive)", "eager"]
+    assert names(header)[1:4] == ["ours", "ours (naive)", "eager"]
     assert rows[0][-1].startswith("**2.00×**") and "eager" in rows[0][-1]
     assert "earlier stages, not peers" in render.table(res)
     case = render.find_case(res, "fwd", {"M": 8192, "N": 4096}, "bfloat16")
@@ -309,8 +388,8 @@ def test_memory_table_quotes_each_peak_as_a_multiple_of_ours():
         for p, mib in (("academy", 100.0), ("academy:unfused", 250.0), ("eager", 400.0))
     )
     header, rows = table_cells(render.memory(make_results([ours, unfused, eager])))
-    assert header == ["M×N", "ours", "ours (unfused)", "eager"]
-    assert rows[0][1:] == ["100 MiB", "250 MiB <small>2.50×</small>", "400 MiB <small>4.00×</small>"]
+    assert names(header) == ["M×N", "ours", "ours (unfused)", "eager"] and header[1].endswith("<small>MiB</small>")
+    assert rows[0][1:] == ["100", "250 <small>2.50×</small>", "400 <small>4.00×</small>"]
 
 
 def test_memory_table_needs_recorded_peaks(results):

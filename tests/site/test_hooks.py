@@ -130,7 +130,7 @@ def test_one_gpu_no_tabs_several_gpus_tabs(examples):
     both = expand("<!-- bench:table fixture_op sweep=M=8192 -->", pages.Build().render)
     assert '=== "H100"' in both and '=== "H200"' in both
     assert both.index('=== "H100"') < both.index('=== "H200"')
-    assert "\n    | M×N |" in both  # tab content is indented
+    assert "\n    | M×<wbr>N |" in both  # tab content is indented
 
 
 def test_stale_results_logged_and_warned(examples, caplog):
@@ -168,7 +168,7 @@ def test_memory_directive_renders_peaks(examples):
     ]
     save(make_results(rows, kernel_hash=current_hash(examples)), examples / "results")
     out = expand("<!-- bench:memory fixture_op mode=fwd -->", pages.Build().render)
-    assert "| 8192×1024 | 10.0 MiB | 30.0 MiB <small>3.00×</small> |" in out
+    assert "| 8192×<wbr>1024 | 10.0 | 30.0 <small>3.00×</small> |" in out and "ours<br><small>MiB</small>" in out
 
 
 # --------------------------------------------------------------------------- the hook and the build's state

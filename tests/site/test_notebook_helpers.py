@@ -1,5 +1,6 @@
 """academy.site.notebook: what the tutorials use to show code and results."""
 
+from academy.bench import render
 from academy.site.notebook import answer, bench_table, section
 
 import pytest
@@ -21,7 +22,16 @@ def test_answer_is_collapsed():
 
 
 def test_bench_table_renders_committed_results():
-    assert "| n | ours |" in bench_table("vector_add").data
+    assert "| n | ours<br><small>" in bench_table("vector_add").data
+
+
+def test_bench_table_fits_a_notebooks_narrower_column(monkeypatch):
+    """A tutorial's output column is narrower than a page's: its tables are fitted to that."""
+    widths = []
+    drawn = render.table
+    monkeypatch.setattr(render, "table", lambda *args, **kw: widths.append(kw["width_em"]) or drawn(*args, **kw))
+    bench_table("vector_add")
+    assert widths and set(widths) == {render.NOTEBOOK_TABLE_EM} and render.NOTEBOOK_TABLE_EM < render.TABLE_EM
 
 
 def test_annotation_markers_are_dropped():

@@ -53,10 +53,17 @@ def test_page_facts_see_raw_tex_headings_and_missing_alt(browser):
     page.set_content(
         '<div class="md-content"><article><h1>T</h1><h3>skipped</h3>'
         '<div class="jp-RenderedMarkdown"><p>raw $x^2$ here</p><p><code>$not math$</code></p></div>'
-        '<img src="a.png"><img src="b.png" alt="a plot"><svg role="img"></svg></article></div>'
+        '<img src="a.png"><img src="b.png" alt="a plot"><svg role="img"></svg>'
+        '<div style="width:300px;overflow-x:auto"><table style="width:500px"><tr><th>wide</th></tr></table></div>'
+        # Material's markup: the scrolling wrapper, and inside it 20 px of padding before the table.
+        '<div class="md-typeset__scrollwrap" style="width:300px;overflow-x:auto">'
+        '<div class="md-typeset__table" style="display:inline-block;padding:0 20px">'
+        '<table style="width:290px"><tr><th>padded</th></tr></table></div></div>'
+        '<div style="width:300px"><table><tr><th>narrow</th></tr></table></div></article></div>'
     )
     facts = page.evaluate(PAGE_FACTS)
     page.close()
+    assert facts["wideTables"] == ["wide: 500 px in 300 px", "padded: 290 px in 280 px"]
     assert facts["rawTex"] == ["raw $x^2$ here"]
     assert facts["headings"] == [[1, "T"], [3, "skipped"]]
     assert facts["images"] == ["a.png"] and len(facts["svgs"]) == 1
