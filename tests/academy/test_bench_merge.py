@@ -99,7 +99,7 @@ def test_merged_file_round_trips_and_files_without_labels_or_merges_load(tmp_pat
 def test_the_table_shows_the_models_and_the_sweeps_own_ceiling():
     merged = merge_sweeps(_old(), _new(), ["models"])
     text = render.table(merged, sweep="models")
-    assert text.splitlines()[0].startswith("| M×N | models | ours |")
+    assert text.splitlines()[0].startswith("| M×<wbr>N | models | ours<br>")
     assert "| Llama, Mistral |" in text and "3,100 GB/s" in text
     assert "models" not in render.table(merged, sweep="M=8192").splitlines()[0]
 
