@@ -233,6 +233,13 @@ def merge_sweeps(existing: Results, measured: Results, sweeps: list[str]) -> Res
         )
         for run in existing.merged
     ]
+    merged = [run for run in earlier if run.sweeps or run.cases]
+    return _merged(existing, measured, rows, [*merged, MergedRun(list(sweeps), measured.provenance, measured.ceilings)])
+
+
+def _merged(existing: Results, measured: Results, rows: list, merged: list[MergedRun]) -> Results:
+    """``existing`` with ``rows`` and the runs ``merged``: its provenance and ceilings kept, ``measured``'s
+    skipped entries added."""
     return Results(
         slug=existing.slug,
         metric=existing.metric,
@@ -241,8 +248,7 @@ def merge_sweeps(existing: Results, measured: Results, sweeps: list[str]) -> Res
         rows=rows,
         skipped={**existing.skipped, **measured.skipped},
         timing=existing.timing or measured.timing,
-        merged=[run for run in earlier if run.sweeps or run.cases]
-        + [MergedRun(list(sweeps), measured.provenance, measured.ceilings)],
+        merged=merged,
     )
 
 
@@ -277,16 +283,8 @@ def merge_cases(existing: Results, measured: Results, cases: list[str], run_case
     for key in cases:
         if run_cases[key] not in whole_sweeps:
             part_sweeps.setdefault(run_cases[key], []).append(key)
-    return Results(
-        slug=existing.slug,
-        metric=existing.metric,
-        provenance=existing.provenance,
-        ceilings=existing.ceilings,
-        rows=rows,
-        skipped={**existing.skipped, **measured.skipped},
-        timing=existing.timing or measured.timing,
-        merged=[*existing.merged, MergedRun(whole_sweeps, measured.provenance, measured.ceilings, part_sweeps)],
-    )
+    run = MergedRun(whole_sweeps, measured.provenance, measured.ceilings, part_sweeps)
+    return _merged(existing, measured, rows, [*existing.merged, run])
 
 
 def gpu_key(gpu_name: str) -> str:
