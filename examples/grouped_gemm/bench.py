@@ -110,10 +110,18 @@ def _grouped_mm_loader():
     return torch_grouped_mm
 
 
+MAX_PADDING = 8
+"""``padded_bmm`` refuses a batch of more than this many times the routed rows: past it the
+padded batch mostly multiplies zeros (DeepSeek-V3 skewed: 256 experts padded to 16 k rows is
+128 times the rows, 60 GB of bf16 activations), and nobody would call it there."""
+
+
 def padded_bmm(x: torch.Tensor, w: torch.Tensor, group_sizes: torch.Tensor) -> torch.Tensor:
     """Scatter each group's rows into an (E, longest group, K) batch, ``torch.bmm``, gather back."""
     T, E = x.shape[0], w.shape[0]
     longest = int(group_sizes.max())  # the padded batch's shape needs the size on the host
+    if E * longest > MAX_PADDING * max(T, 1):
+        raise ValueError(f"padding {E} groups to {longest} rows is over {MAX_PADDING} times the {T} rows")
     group = torch.repeat_interleave(torch.arange(E, device=x.device), group_sizes, output_size=T)
     slot = torch.arange(T, device=x.device) - (torch.cumsum(group_sizes, 0) - group_sizes)[group]
     padded = x.new_zeros((E, longest, x.shape[1])).index_put((group, slot), x)

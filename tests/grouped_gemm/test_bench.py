@@ -7,7 +7,14 @@ from academy.testing import assert_close, random_tensor
 import pytest
 import torch
 
-from examples.grouped_gemm.bench import SPEC, cublas_loop, padded_bmm, routed_group_sizes, torch_grouped_mm
+from examples.grouped_gemm.bench import (
+    MAX_PADDING,
+    SPEC,
+    cublas_loop,
+    padded_bmm,
+    routed_group_sizes,
+    torch_grouped_mm,
+)
 
 
 def test_routing_is_the_same_every_time_and_sums_to_t():
@@ -41,6 +48,13 @@ def test_peers_compute_the_grouped_product(peer):
     y.backward(torch.ones_like(y))
     assert_close(y, torch.cat([rows.double() @ w[e].double() for e, rows in enumerate(x.split(sizes))]))
     assert not w.grad[1].count_nonzero()
+
+
+def test_padded_peer_refuses_a_batch_of_mostly_padding():
+    sizes = torch.tensor([MAX_PADDING + 1] + [0] * 8, device=DEVICE)  # 9 groups of 9 rows for 9 rows
+    x, w = random_tensor((MAX_PADDING + 1, 4)), random_tensor((9, 4, 4))
+    with pytest.raises(ValueError, match="padding 9 groups to 9 rows"):
+        padded_bmm(x, w, sizes)
 
 
 def test_grouped_mm_peer_where_torch_has_it():
