@@ -2,7 +2,7 @@
 
 ``attention(q, k, v, causal=False, sm_scale=None)`` takes ``q`` of shape
 (B, H, S_q, D) and ``k``, ``v`` of shape (B, H_kv, S_k, D), fp16 or bf16,
-D ∈ {64, 128}, any sequence lengths (ragged ends are masked), H_kv dividing H
+D ∈ {64, 128, 256}, any sequence lengths (ragged ends are masked), H_kv dividing H
 (grouped-query attention: query head ``h`` reads key/value head
 ``h // (H // H_kv)``). ``sm_scale`` defaults to 1/√D. It is differentiable.
 
@@ -26,7 +26,8 @@ Kernels:
   with both lengths multiples of 128 runs this warp-specialised forward,
   written in Gluon (a loader warp and two consumer warp groups sharing every
   K/V tile); :func:`gluon_unsupported` says why a problem goes to
-  :func:`attn_fwd_kernel` instead. It saves the same log-sum-exp.
+  :func:`attn_fwd_kernel` instead (every problem at D = 64 or 256, among others).
+  It saves the same log-sum-exp.
 * :func:`attn_bwd_preprocess_kernel`: ``Δ = rowsum(dO ∘ O)``, and in the fused
   backward it clears the fp32 dQ buffer.
 * ``gluon_backward.attn_bwd_ws_kernel``: on Hopper, at D = 128 with S_q a
@@ -34,7 +35,7 @@ Kernels:
   this warp-specialised one, written in Gluon (a loader warp and two consumer
   warp groups, 64 keys each): dK and dV, and dQ added into the fp32 buffer;
   :func:`gluon_backward_unsupported` says why a problem goes to the Triton
-  kernels below instead.
+  kernels below instead (every problem at D = 64 or 256, among others).
 * :func:`attn_bwd_dkdv_kernel`: one program per block of keys of one K/V head,
   looping over every query head of its group and every query block that sees
   it: dK and dV without atomics. In the fused backward (the config table's
@@ -62,7 +63,8 @@ import triton
 import triton.language as tl
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = (64, 128, 256)
+"""The head sizes the Triton kernels take (each has its rows in the config tables); the Gluon kernels take 128 only."""
 PATHS = ("auto", "gluon", "tma", "pointer")
 LOG2E = tl.constexpr(1.4426950408889634)
 """1 / ln 2: the kernels compute eˣ as 2^(x·LOG2E) (``exp2`` is the hardware's instruction)."""
@@ -667,6 +669,27 @@ def sequence_bucket(s_q: int, s_k: int) -> str:
     return "short" if s <= 1024 else "medium" if s <= 4096 else "long"
 
 
+SHARED_MEMORY_PER_PROGRAM = 227 * 1024
+"""The most shared memory one program may take on Hopper: 228 KiB per SM, less 1 KiB the hardware keeps."""
+
+
+def forward_shared_bytes(head_dim: int, config: dict, itemsize: int = 2) -> int:
+    """The forward's tiles in shared memory: Q (BLOCK_M × D), and one K and one V tile (BLOCK_N × D each)
+    in each of ``num_stages`` pipeline stages; fp16/bf16 by default. The compiler adds about 1 KiB of barriers."""
+    rows = config["BLOCK_M"] + 2 * config["num_stages"] * config["BLOCK_N"]
+    return rows * head_dim * itemsize
+
+
+# Head size 256 (Gemma-2, Gemma-3) is not swept on a GPU yet: its tiles are chosen to fit shared memory.
+# A row of a D = 256 tile is 512 bytes, so by forward_shared_bytes:
+#   64×64 tiles, 2 stages:  Q 32 KiB + 2 × (K 32 KiB + V 32 KiB) = 160 KiB
+#   128×64 tiles, 2 stages: Q 64 KiB + 2 × (K 32 KiB + V 32 KiB) = 192 KiB
+#   128×64 tiles, 3 stages: Q 64 KiB + 3 × 64 KiB = 256 KiB, over the 227 KiB a program may have: 2 stages
+# 128-row tiles with 8 warps, as FlashAttention-2 runs this head size, except for short sequences, where
+# 64-row tiles give twice the programs to fill the SMs. (At D = 128, 64×64 tiles in 3 stages take
+# 16 + 3 × 32 = 112 KiB, and two programs share an SM; at D = 256 no 64-key tile fits twice.)
+D256_FWD = {"short": _fwd(64, 64, 4, 2), "medium": _fwd(128, 64, 8, 2), "long": _fwd(128, 64, 8, 2)}
+
 FWD_TABLE = {  # (1)!
     (128, True): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(64, 64, 4, 3), "long": _fwd(128, 128, 8, 3)},
     (128, False): {"short": _fwd(64, 64, 4, 3), "medium": _fwd(64, 64, 4, 3), "long": _fwd(64, 64, 4, 3)},
@@ -676,8 +699,11 @@ FWD_TABLE = {  # (1)!
         "medium": _fwd(128, 64, 8, 3, ws=True),
         "long": _fwd(128, 64, 8, 3, ws=True),
     },
+    (256, True): D256_FWD,
+    (256, False): D256_FWD,
 }
-"""Forward config per (head size, causal) and sequence bucket, the winners of a sweep timed like the benchmark."""
+"""Forward config per (head size, causal) and sequence bucket: at D = 64 and 128 the winners of a sweep timed
+like the benchmark, at D = 256 the tiles that fit (above)."""
 
 BWD_TABLE = {  # (2)!
     (True, "short"): (_bwd(32, 64, 4, 4), _bwd(128, 64, 8, 3)),
@@ -687,8 +713,18 @@ BWD_TABLE = {  # (2)!
     (False, "medium"): (_bwd(64, 128, 8, 2), None),
     (False, "long"): (_bwd(64, 128, 8, 2), None),
 }
-"""(dK/dV config, dQ config) per (causal, sequence bucket), for both head sizes; a dQ config of None
+"""(dK/dV config, dQ config) per (causal, sequence bucket), at D = 64 and 128; a dQ config of None
 means the fused backward: the dK/dV kernel adds dQ itself (atomics into an fp32 buffer)."""
+
+# At D = 256 the backward is bounded by registers before shared memory. A dK/dV program accumulates dK and
+# dV in fp32, 2 × BLOCK_N × 256 × 4 bytes over its 256 threads (8 warps): 64 registers a thread at 32 keys,
+# 128 at 64 keys, which next to the K and V tiles spill (compiled for sm_90). The Q and dO tiles streamed
+# past (32 rows, 16 KiB each) take 2 × 2 × 16 = 64 KiB in 2 stages. The dQ kernel holds Q and dO (64 rows,
+# 32 KiB each) and a 64-register fp32 dQ, and streams 32-key K and V tiles (16 KiB each) in 2 stages.
+# Split, never fused: the fused form adds a 1 KiB fp32 dQ row per query per 32-key block with atomics,
+# 8 times the additions of 128-key blocks at D = 128.
+D256_BWD = (_bwd(32, 32, 8, 2), _bwd(64, 32, 8, 2))
+"""(dK/dV config, dQ config) at D = 256, for every causality and sequence bucket: the split backward."""
 
 INTERPRETER_FWD = _fwd(16, 16, 4, 1)  # (3)!
 INTERPRETER_BWD = (_bwd(16, 16, 4, 1), None)
@@ -701,10 +737,12 @@ def forward_config(head_dim: int, causal: bool, s_q: int, s_k: int) -> dict:
     return FWD_TABLE[head_dim, causal][sequence_bucket(s_q, s_k)]
 
 
-def backward_configs(causal: bool, s_q: int, s_k: int) -> tuple[dict, dict | None]:
+def backward_configs(head_dim: int, causal: bool, s_q: int, s_k: int) -> tuple[dict, dict | None]:
     """(dK/dV, dQ or None for the fused backward) meta-parameters for this problem: a table lookup, no autotuning."""
     if INTERPRETED:
         return INTERPRETER_BWD
+    if head_dim > 128:
+        return D256_BWD
     return BWD_TABLE[causal, sequence_bucket(s_q, s_k)]
 
 
@@ -834,7 +872,9 @@ def flash_forward(q, k, v, causal: bool, sm_scale: float, path: str = "auto", co
 
     ``path="auto"`` takes the Gluon forward where it can (Hopper, full attention, D = 128, lengths
     multiples of 128) and the Triton kernel elsewhere; ``config`` overrides the Triton kernel's
-    meta-parameters (the untuned stage uses it, and so can a tuning sweep).
+    meta-parameters (the untuned stage uses it, and so can a tuning sweep). The Gluon kernel's tiles are
+    written for D = 128: at D = 64 and 256 its ``unsupported`` names the head size, so ``"auto"`` runs the
+    Triton kernel, which takes every size of ``HEAD_DIMS``, and ``"gluon"`` raises with that reason.
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
     if q.numel() and _gluon_chosen(path, config is not None, lambda: gluon_unsupported(q, k, v, causal)):  # (1)!
@@ -866,12 +906,14 @@ def flash_backward(
     ``path`` as for the forward: ``"auto"`` takes the Gluon backward where it can (Hopper, D = 128,
     S_q a multiple of 64, S_k of 128), ``"gluon"`` forces it, ``"tma"`` and ``"pointer"`` keep the
     Triton kernels. ``configs`` = (dK/dV config, dQ config or None) sets the Triton kernels' meta-parameters.
+    The Gluon backward, like the forward, is written for D = 128 only: at D = 64 and 256 ``"auto"`` falls back
+    to the Triton kernels (at D = 256 always the split pair, :data:`D256_BWD`).
     """
     (B, H, S_q, D), (_, H_kv, S_k, _) = q.shape, k.shape
     gluon = bool(q.numel()) and _gluon_chosen(
         path, configs is not None, lambda: gluon_backward_unsupported(q, k, v, do)
     )
-    kv_cfg, q_cfg = backward_configs(causal, S_q, S_k) if configs is None else configs
+    kv_cfg, q_cfg = backward_configs(D, causal, S_q, S_k) if configs is None else configs
     fused = gluon or q_cfg is None  # (3)!
     delta = torch.empty_like(lse)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
@@ -927,7 +969,7 @@ def attention(
 ) -> torch.Tensor:
     """``softmax(q·kᵀ·sm_scale [causal, bottom-right]) · v``; differentiable.
 
-    q: (B, H, S_q, D); k, v: (B, H_kv, S_k, D) with H_kv dividing H; fp16 or bf16; D ∈ {64, 128}.
+    q: (B, H, S_q, D); k, v: (B, H_kv, S_k, D) with H_kv dividing H; fp16 or bf16; D ∈ {64, 128, 256}.
     ``path`` picks the kernels: ``"auto"`` (the Gluon forward and backward where each applies, else the
     Triton kernels, the forward through TMA where it can), ``"gluon"`` (both Gluon kernels, or an error),
     ``"tma"`` or ``"pointer"`` (the Triton kernels, the forward's two paths).

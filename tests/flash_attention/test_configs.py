@@ -1,5 +1,6 @@
 """The forward's and backward's fixed config tables: every problem finds a valid entry, the lookup
-takes the bucket of the longer sequence, an explicit config overrides the table (for the fused
+takes the bucket of the longer sequence, every forward tile fits Hopper's shared memory, each head
+size goes to the kernel and tile pinned below, an explicit config overrides the table (for the fused
 backward and the split one), and (on a GPU) every entry computes the right attention."""
 
 from academy import INTERPRETED
@@ -44,14 +45,14 @@ def test_table_has_a_valid_entry_for_every_problem(monkeypatch, d, causal):
         forward = fa.forward_config(d, causal, s, s)
         assert forward is fa.FWD_TABLE[d, causal][bucket]
         _valid(forward, FWD_KEYS)
-        kv, q = fa.backward_configs(causal, s, s)
-        assert (kv, q) == fa.BWD_TABLE[causal, bucket]
+        kv, q = fa.backward_configs(d, causal, s, s)
+        assert (kv, q) == (fa.BWD_TABLE[causal, bucket] if d <= 128 else fa.D256_BWD)
         _valid(kv, BWD_KEYS)
         if q is not None:  # None: the fused backward, no dQ kernel
             _valid(q, BWD_KEYS)
     monkeypatch.setattr(fa, "INTERPRETED", True)
     assert fa.forward_config(d, causal, 4200, 4200) == fa.INTERPRETER_FWD
-    assert fa.backward_configs(causal, 4200, 4200) == fa.INTERPRETER_BWD
+    assert fa.backward_configs(d, causal, 4200, 4200) == fa.INTERPRETER_BWD
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "split"])

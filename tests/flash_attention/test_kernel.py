@@ -410,7 +410,9 @@ def test_path_gluon_refuses_a_triton_config():
     with pytest.raises(ValueError, match="Triton config"):
         fa.flash_forward(q, k, v, False, 0.1, path="gluon", config=fa.FIXED_FWD_CONFIG)
     with pytest.raises(ValueError, match="Triton config"):
-        fa.flash_backward(q, k, v, q, None, q, False, 0.1, configs=fa.backward_configs(False, 128, 128), path="gluon")
+        fa.flash_backward(
+            q, k, v, q, None, q, False, 0.1, configs=fa.backward_configs(128, False, 128, 128), path="gluon"
+        )
 
 
 @pytest.mark.skipif(not GLUON_GPU, reason="the Gluon backward runs on Hopper GPUs only")
