@@ -1,5 +1,6 @@
 """Attention forward and backward against float64 PyTorch: every path and stage, ragged lengths,
-grouped-query heads, causal with S_q ≠ S_k (bottom-right aligned), fully masked rows, bad inputs.
+grouped-query heads, causal with S_q ≠ S_k (bottom-right aligned), fully masked rows, bad inputs;
+head size 64 throughout, 128 and 256 in tests of their own.
 
 Under the interpreter the kernels upcast fp16/bf16 tiles to fp32 and bf16 stores truncate, so
 bf16 is checked forward only on the CPU; on a GPU the same tests check bf16 gradients too.
@@ -117,10 +118,51 @@ def test_both_backward_forms_against_float64(form, shape, causal):
         assert_close(g, want, dtype=torch.float16, name=f"{form} {name}")
 
 
+# Head size 256 (Gemma-2, Gemma-3): its own tiles on a GPU, and the split backward there; both forward
+# paths, grouped-query heads 4 and 8 to a key/value head, ragged S_q ≠ S_k both ways.
+D256_SHAPES = [(1, 4, 1, 37, 29), (1, 8, 1, 23, 45)]
+if not INTERPRETED:
+    D256_SHAPES += [(2, 4, 1, 1000, 1000), (1, 8, 1, 333, 1111), (1, 16, 2, 4100, 3000)]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", D256_SHAPES, ids=lambda s: "B{}H{}/{}S{}x{}".format(*s))
+@pytest.mark.parametrize("path", ["tma", "pointer"])
+def test_head_dim_256_forward_and_backward_fp16(path, shape, causal):
+    q, k, v = inputs(shape, torch.float16, d=256, requires_grad=True)
+    out = attention(q, k, v, causal=causal, path=path)
+    grad = random_tensor(tuple(out.shape), torch.float16)
+    out.backward(grad)
+    expected = gradients64(q, k, v, grad, causal)
+    for name, got, want in zip(("o", "dq", "dk", "dv"), (out, q.grad, k.grad, v.grad), expected):
+        assert got.shape == want.shape and got.dtype == torch.float16
+        assert_close(got, want, dtype=torch.float16, name=f"{path} {name}")
+
+
+@pytest.mark.parametrize("form", ["fused", "split"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_both_backward_forms_at_head_dim_256(form, causal):
+    """The table runs the split form at D = 256; the fused one is still correct when asked for. On a GPU
+    with the table's own D = 256 tiles, where several key and query blocks wrap the rotated start."""
+    if INTERPRETED:
+        shape, configs = (1, 4, 1, 45, 70), (KV_CFG, None if form == "fused" else Q_CFG)
+    else:
+        shape, configs = (1, 8, 1, 700, 450), (fa.D256_BWD[0], None if form == "fused" else fa.D256_BWD[1])
+    q, k, v = inputs(shape, torch.float16, d=256)
+    scale = 1 / 16
+    o, lse = fa.flash_forward(q, k, v, causal, scale)
+    do = random_tensor(tuple(o.shape), torch.float16)
+    got = fa.flash_backward(q, k, v, o, lse, do, causal, scale, configs=configs)
+    expected = gradients64(q, k, v, do, causal, scale)[1:]
+    for name, g, want in zip(("dq", "dk", "dv"), got, expected):
+        assert_close(g, want, dtype=torch.float16, name=f"{form} {name}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_head_dim_128_and_dtypes(dtype, causal):
-    q, k, v = inputs((1, 2, 1, 40, 50), dtype, d=128, requires_grad=not INTERPRETED)
+@pytest.mark.parametrize("d", [128, 256])
+def test_wide_head_dims_and_dtypes(d, dtype, causal):
+    q, k, v = inputs((1, 2, 1, 40, 50), dtype, d=d, requires_grad=not INTERPRETED)
     out = attention(q, k, v, causal=causal)
     if INTERPRETED:  # bf16 stores truncate under the interpreter: forward only there
         assert_close(out, reference(q.double(), k.double(), v.double(), causal), dtype=dtype)
@@ -290,6 +332,13 @@ def test_bad_inputs():
         attention(q.to("meta"), k, v)
     with pytest.raises(ValueError, match="devices differ|kernels run on"):
         attention(q, k.to("meta"), v)
+
+
+@pytest.mark.parametrize("d", [32, 96, 512])
+def test_unsupported_head_dims_are_refused_naming_the_supported_ones(d):
+    q, k, v = inputs((1, 2, 2, 8, 8), torch.float16, d=d)
+    with pytest.raises(ValueError, match=rf"head_dim must be one of \(64, 128, 256\), got {d}$"):
+        attention(q, k, v)
 
 
 def test_grid_limit_on_batch_times_heads():
