@@ -12,6 +12,13 @@
   distinct (heads H, key/value heads KV, head size D) at S = 4096, causal; then
   the most common one over S from 1k to 32k (one S = 3000, a multiple of no
   tile), causal and full. Still 32768 tokens per batch.
+* ``D=64 …`` / ``D=256 …``: the other two head sizes, each at a zoo model's
+  (H, KV, D) (Llama-3.2-1B; Gemma-2-9B), causal at S ∈ {1024, 3000, 16384}
+  and full at S = 16384, bf16, ours against the peers. SDPA's flash backend
+  may not take D = 256; the runner then records it under "Not measured".
+* ``GQA …``: grouped-query attention at D = 128, causal, S = 16384: the zoo's
+  most common (H, KV) with 4 query heads per key/value head (Llama-3.1-8B …)
+  and with 8 (Llama-3.1-70B …), bf16, ours against the peers.
 
 The peers are PyTorch's ``scaled_dot_product_attention`` forced onto one
 backend each: FlashAttention-2 (``sdpa_flash``) and cuDNN (``sdpa_cudnn``).
@@ -29,7 +36,7 @@ from __future__ import annotations
 import functools
 import math
 
-from academy.bench.models import RAGGED_TOKENS, attention_configs, most_shared
+from academy.bench.models import RAGGED_TOKENS, Shared, attention_configs, most_shared
 from academy.bench.spec import BenchSpec, Case, Sweep
 from academy.testing import random_tensor
 
@@ -154,7 +161,7 @@ SWEEPS = [
 
 _CONFIGS = attention_configs(head_dims=HEAD_DIMS)
 """The zoo's distinct (heads, kv heads, head dim) (academy.bench.models) at the head dims the kernel
-takes: Gemma-2 (256), Phi-3-mini (96) and DeepSeek-V3 (latent attention, 192/128) are left out."""
+takes: Phi-3-mini (96) and DeepSeek-V3 (latent attention, 192/128) are left out."""
 _COMMON = most_shared(_CONFIGS)  # (32, 8, 128): Llama-3.1-8B, Mistral-7B, Mixtral, Mistral-Nemo, Qwen3-8B
 MODEL_S = 4096
 MODEL_LENGTHS = ((1024, 1), (RAGGED_TOKENS, 1), (32768, 1), (4096, 0), (32768, 0))
@@ -164,6 +171,53 @@ MODEL_LENGTHS = ((1024, 1), (RAGGED_TOKENS, 1), (32768, 1), (4096, 0), (32768, 0
 def _zoo_shape(config, S: int, causal: int) -> dict[str, int]:
     return {"S": S, "D": config.head_dim, "causal": causal, "H": config.heads, "KV": config.kv_heads}
 
+
+def _config_of(model_name: str) -> Shared:
+    """The zoo's (heads, kv heads, head dim) that this model has, labelled with every model that shares it."""
+    return next(c for c in _CONFIGS if model_name in c.models)
+
+
+def _most_shared_group(group: int, head_dim: int) -> Shared:
+    """The most common (heads, kv heads) with ``group`` query heads per key/value head, at this head dim."""
+    return most_shared(
+        [c for c in _CONFIGS if c.value.head_dim == head_dim and c.value.heads == group * c.value.kv_heads]
+    )
+
+
+HEAD_DIM_MODELS = {64: "Llama-3.2-1B", 256: "Gemma-2-9B"}
+"""The model whose (heads, kv heads) each of the other head sizes is timed at."""
+HEAD_DIM_LENGTHS = ((1024, 1), (RAGGED_TOKENS, 1), (16384, 1), (16384, 0))
+"""(S, causal) of the head-size sweeps: causal from 1k to 16k, one length no tile divides, and full at 16k."""
+GQA_GROUPS, GQA_S = (4, 8), 16384
+
+
+def _head_dim_sweep(d: int) -> Sweep:
+    config = _config_of(HEAD_DIM_MODELS[d])
+    return Sweep(
+        f"D={d} H={config.value.heads}, KV={config.value.kv_heads}",
+        x="S",
+        shapes=[_zoo_shape(config.value, S, causal) for S, causal in HEAD_DIM_LENGTHS],
+        labels=[config.label] * len(HEAD_DIM_LENGTHS),
+        metric="compute",
+        providers=["academy", *PEERS],
+        dtypes=[torch.bfloat16],
+    )
+
+
+_GQA = [_most_shared_group(g, 128) for g in GQA_GROUPS]
+
+HEAD_DIM_SWEEPS = [
+    *(_head_dim_sweep(d) for d in HEAD_DIM_MODELS),
+    Sweep(
+        f"GQA D=128 S={GQA_S} causal",
+        x="H",
+        shapes=[_zoo_shape(c.value, GQA_S, 1) for c in _GQA],
+        labels=[c.label for c in _GQA],
+        metric="compute",
+        providers=["academy", *PEERS],
+        dtypes=[torch.bfloat16],
+    ),
+]
 
 MODEL_SWEEPS = [
     Sweep(
@@ -189,7 +243,7 @@ MODEL_SWEEPS = [
 SPEC = BenchSpec(
     slug="flash_attention",
     metric="compute",
-    sweeps=[*SWEEPS, *MODEL_SWEEPS],
+    sweeps=[*SWEEPS, *MODEL_SWEEPS, *HEAD_DIM_SWEEPS],
     dtypes=[torch.float16, torch.bfloat16],
     modes=["fwd", "fwd+bwd"],
     make_inputs=make_inputs,
