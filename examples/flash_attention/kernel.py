@@ -997,14 +997,15 @@ def attention_flops(B: int, H: int, S_q: int, S_k: int, D: int, causal: bool = F
 
 if __name__ == "__main__":
     torch.manual_seed(0)
-    for (B, H, H_kv, S_q, S_k), causal in [
-        ((1, 2, 1, 40, 40), True),
-        ((2, 2, 2, 23, 37), False),
-        ((1, 2, 2, 37, 23), True),
+    for (B, H, H_kv, S_q, S_k, D), causal in [
+        ((1, 2, 1, 40, 40, 64), True),
+        ((2, 2, 2, 23, 37, 64), False),
+        ((1, 2, 2, 37, 23, 64), True),
+        ((1, 4, 1, 29, 35, 256), True),
     ]:
-        q = torch.randn(B, H, S_q, 64, device=DEVICE).half().requires_grad_()
-        k = torch.randn(B, H_kv, S_k, 64, device=DEVICE).half().requires_grad_()
-        v = torch.randn(B, H_kv, S_k, 64, device=DEVICE).half().requires_grad_()
+        q = torch.randn(B, H, S_q, D, device=DEVICE).half().requires_grad_()
+        k = torch.randn(B, H_kv, S_k, D, device=DEVICE).half().requires_grad_()
+        v = torch.randn(B, H_kv, S_k, D, device=DEVICE).half().requires_grad_()
         out = attention(q, k, v, causal)
         grad = torch.randn_like(out)
         out.backward(grad)
@@ -1014,5 +1015,5 @@ if __name__ == "__main__":
         ref.backward(grad.double())
         for name, g, r in zip(("o", "dq", "dk", "dv"), got, [ref, q64.grad, k64.grad, v64.grad]):
             error = ((g.double() - r).norm() / r.norm()).item()
-            print(f"attention B={B} H={H}/{H_kv} S={S_q}x{S_k} causal={causal} {name}: error {error:.1e}")
+            print(f"attention B={B} H={H}/{H_kv} S={S_q}x{S_k} D={D} causal={causal} {name}: error {error:.1e}")
             assert error < 1e-2
