@@ -186,17 +186,29 @@ def rope_kernel(
 TILE = 2048  # values of one half-tile, BLOCK_S × BLOCK_H × BLOCK_HALF: 4 KiB of bf16 per half
 MAX_BLOCK_S = 16
 MIN_PROGRAMS = 1024  # split the heads over more programs below this: a few programs per SM
+TOKEN_TILE_HEADS = 8  # heads per block when a position's heads lie side by side in memory
 CONFIG_KEYS = ("BLOCK_S", "BLOCK_H", "HEAD_BLOCKS", "num_warps")
 
 
-def pick_config(batch: int, seq_len: int, n_q_heads: int, n_k_heads: int, head_dim: int) -> dict:
-    """Tile sizes, and how many blocks of heads each program rotates (``HEAD_BLOCKS``)."""
+def pick_config(
+    batch: int, seq_len: int, n_q_heads: int, n_k_heads: int, head_dim: int, heads_adjacent: bool = False
+) -> dict:
+    """Tile sizes, and how many blocks of heads each program rotates (``HEAD_BLOCKS``).
+
+    ``heads_adjacent``: q's heads are closer in memory than its positions, as in a (B, S, H, D)
+    projection viewed as (B, H, S, D)."""
     block_half = triton.next_power_of_2(max(head_dim // 2, 1))
+    positions = batch * seq_len
+    if heads_adjacent and head_dim <= 128 and positions >= MIN_PROGRAMS:  # (1)!
+        block_s = 4 if head_dim <= 64 else 1
+        block_h = min(TOKEN_TILE_HEADS, triton.next_power_of_2(max(n_q_heads, n_k_heads, 1)))
+        every_block = triton.cdiv(n_q_heads, block_h) + triton.cdiv(n_k_heads, block_h)
+        return {"BLOCK_S": block_s, "BLOCK_H": block_h, "HEAD_BLOCKS": every_block, "num_warps": 4}
     block_s = min(triton.next_power_of_2(max(seq_len, 1)), MAX_BLOCK_S, max(TILE // block_half, 1))
-    block_h = max(1, min(triton.next_power_of_2(max(n_q_heads, n_k_heads, 1)), TILE // (block_s * block_half)))  # (1)!
+    block_h = max(1, min(triton.next_power_of_2(max(n_q_heads, n_k_heads, 1)), TILE // (block_s * block_half)))  # (2)!
     head_blocks = triton.cdiv(n_q_heads, block_h) + triton.cdiv(n_k_heads, block_h)
     rows = max(batch * triton.cdiv(seq_len, block_s), 1)
-    per_program = max(1, triton.cdiv(head_blocks, triton.cdiv(MIN_PROGRAMS, rows)))  # (2)!
+    per_program = max(1, triton.cdiv(head_blocks, triton.cdiv(MIN_PROGRAMS, rows)))  # (3)!
     return {"BLOCK_S": block_s, "BLOCK_H": block_h, "HEAD_BLOCKS": per_program, "num_warps": 4}
 
 
@@ -208,7 +220,7 @@ def stride_order(t: torch.Tensor) -> list[int]:
 def empty_in_order(shape, order: list[int], dtype, device) -> torch.Tensor:
     """A fresh dense tensor of ``shape`` whose memory runs through the dimensions in ``order``."""
     dense = torch.empty([shape[d] for d in order], dtype=dtype, device=device)
-    return dense.permute([order.index(d) for d in range(len(shape))])  # (3)!
+    return dense.permute([order.index(d) for d in range(len(shape))])  # (4)!
 
 
 def _unit_stride(t: torch.Tensor) -> torch.Tensor:
@@ -216,10 +228,11 @@ def _unit_stride(t: torch.Tensor) -> torch.Tensor:
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
-def launch_plan(q_shape, n_k_heads: int, config: dict | None) -> tuple[dict, int, int, int]:
-    """(config, sequence blocks, head groups, programs) of one launch."""
-    batch, n_q_heads, seq_len, head_dim = q_shape
-    cfg = pick_config(batch, seq_len, n_q_heads, n_k_heads, head_dim) | (config or {})
+def launch_plan(q: torch.Tensor, n_k_heads: int, config: dict | None) -> tuple[dict, int, int, int]:
+    """(config, sequence blocks, head groups, programs) of one launch that rotates q."""
+    batch, n_q_heads, seq_len, head_dim = q.shape
+    heads_adjacent = q.stride(1) < q.stride(2)
+    cfg = pick_config(batch, seq_len, n_q_heads, n_k_heads, head_dim, heads_adjacent) | (config or {})
     n_s_blocks = triton.cdiv(seq_len, cfg["BLOCK_S"])
     head_blocks = triton.cdiv(n_q_heads, cfg["BLOCK_H"]) + triton.cdiv(n_k_heads, cfg["BLOCK_H"])
     n_groups = triton.cdiv(head_blocks, cfg["HEAD_BLOCKS"])
@@ -230,9 +243,9 @@ def launch_plan(q_shape, n_k_heads: int, config: dict | None) -> tuple[dict, int
 
 
 def _launch(q, k, cos, sin, q_out, k_out, backward: bool, config: dict | None) -> None:
-    if q.numel() + k.numel() == 0:  # (4)!
+    if q.numel() + k.numel() == 0:  # (5)!
         return
-    cfg, n_s_blocks, n_groups, programs = launch_plan(q.shape, k.shape[1], config)
+    cfg, n_s_blocks, n_groups, programs = launch_plan(q, k.shape[1], config)
     seq_len, head_dim = q.shape[2], q.shape[3]
     if cos.stride() != sin.stride():
         cos, sin = cos.contiguous(), sin.contiguous()
@@ -241,7 +254,7 @@ def _launch(q, k, cos, sin, q_out, k_out, backward: bool, config: dict | None) -
         seq_len, q.shape[1], k.shape[1], n_s_blocks, n_groups, cfg["HEAD_BLOCKS"],
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
         q_out.stride(0), q_out.stride(1), q_out.stride(2), k_out.stride(0), k_out.stride(1), k_out.stride(2),
-        cos.stride(0) if cos.shape[0] > 1 else 0, cos.stride(1),  # (5)!
+        cos.stride(0) if cos.shape[0] > 1 else 0, cos.stride(1),  # (6)!
         HALF=head_dim // 2,
         BLOCK_S=cfg["BLOCK_S"],
         BLOCK_H=cfg["BLOCK_H"],
@@ -252,7 +265,7 @@ def _launch(q, k, cos, sin, q_out, k_out, backward: bool, config: dict | None) -
 
 
 def rope_forward(q, k, cos, sin, config: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    q_embed = empty_in_order(q.shape, stride_order(q), q.dtype, q.device)  # (6)!
+    q_embed = empty_in_order(q.shape, stride_order(q), q.dtype, q.device)  # (7)!
     k_embed = empty_in_order(k.shape, stride_order(k), k.dtype, k.device)
     _launch(q, k, cos, sin, q_embed, k_embed, backward=False, config=config)
     return q_embed, k_embed
@@ -304,7 +317,7 @@ def check_inputs(q, k, cos, sin) -> None:
     if head_dim % 2:
         raise ValueError(f"head_dim must be even (RoPE rotates pairs of its halves), got {head_dim}")
     for name, t in (("q", q), ("k", k), ("cos", cos), ("sin", sin)):
-        if t.stride(-1) != 1 and t.shape[-1] > 1:  # (7)!
+        if t.stride(-1) != 1 and t.shape[-1] > 1:  # (8)!
             raise ValueError(
                 f"{name} must have unit stride along head_dim (its last dimension), got strides {t.stride()}; "
                 f"pass {name}.contiguous()"
@@ -342,7 +355,7 @@ def rope(q, k, cos, sin, *, config: dict | None = None) -> tuple[torch.Tensor, t
     differentiable in q and k. ``config`` overrides the tile sizes (for tests and tuning)."""
     check_inputs(q, k, cos, sin)
     _check_config(config)
-    launch_plan(q.shape, k.shape[1], config)  # too many programs: refused before anything is allocated
+    launch_plan(q, k.shape[1], config)  # too many programs: refused before anything is allocated
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad):
         return Rope.apply(q, k, cos, sin, config)
     return rope_forward(q, k, cos, sin, config)

@@ -96,13 +96,18 @@ def test_reference_is_the_definition():
         assert_close(got, exp)
 
 
-def test_fused_qkv_views_are_read_in_place():
-    """q and k as transformers makes them: one (B, S, H, D) projection, viewed and transposed."""
-    B, S, H_q, H_kv, D = 2, 7, 4, 2, 32
+TOKEN_TILES = [None, {"BLOCK_S": 1, "BLOCK_H": 8, "HEAD_BLOCKS": 3}, {"BLOCK_S": 4, "BLOCK_H": 8, "HEAD_BLOCKS": 3}]
+
+
+@pytest.mark.parametrize("config", TOKEN_TILES, ids=str)
+def test_fused_qkv_views_are_read_in_place(config):
+    """q and k as transformers makes them: one (B, S, H, D) projection, viewed and transposed, with
+    the tiles across heads that such views get on long sequences (12 query heads: a partial block)."""
+    B, S, H_q, H_kv, D = 2, 7, 12, 3, 32
     qkv = random_tensor((B, S, H_q + 2 * H_kv, D), requires_grad=True)
     q, k = qkv[:, :, :H_q].transpose(1, 2), qkv[:, :, H_q : H_q + H_kv].transpose(1, 2)
     cos, sin = random_tensor((1, S, D)), random_tensor((1, S, D))
-    q_embed, k_embed = rope(q, k, cos, sin)
+    q_embed, k_embed = rope(q, k, cos, sin, config=config)
     dq_embed, dk_embed = random_tensor(q_embed.shape), random_tensor(k_embed.shape)
     torch.autograd.backward((q_embed, k_embed), (dq_embed, dk_embed))
     qkv64 = qkv.detach().double().requires_grad_()
@@ -282,9 +287,10 @@ def test_rejects_too_many_programs():
     "shape",
     [(1, 32, 8, 4096, 128), (16, 32, 8, 1, 128), (1, 28, 4, 16384, 128), (2, 14, 2, 3000, 64), (1, 8, 4, 7, 256)],
 )
-def test_pick_config(shape):
+@pytest.mark.parametrize("heads_adjacent", [False, True], ids=["head-major", "heads-adjacent"])
+def test_pick_config(shape, heads_adjacent):
     B, H_q, H_kv, S, D = shape
-    cfg = pick_config(B, S, H_q, H_kv, D)
+    cfg = pick_config(B, S, H_q, H_kv, D, heads_adjacent)
     half = triton.next_power_of_2(D // 2)
     for key in ("BLOCK_S", "BLOCK_H"):
         assert cfg[key] & (cfg[key] - 1) == 0
@@ -293,6 +299,32 @@ def test_pick_config(shape):
     groups = triton.cdiv(head_blocks, cfg["HEAD_BLOCKS"])
     programs = B * triton.cdiv(S, cfg["BLOCK_S"]) * groups
     assert programs >= min(kernel.MIN_PROGRAMS, B * triton.cdiv(S, cfg["BLOCK_S"]) * head_blocks)
+
+
+@pytest.mark.parametrize(
+    ("shape", "expected"),
+    [
+        ((1, 32, 8, 4096, 128), (1, 8, 5)),  # a prefill: one position, 8 heads, every head per program
+        ((1, 14, 2, 4096, 64), (4, 8, 3)),  # half as wide a head: four positions
+        ((1, 32, 32, 4096, 96), (1, 8, 8)),
+        ((1, 8, 4, 4096, 256), (16, 1, 3)),  # wider heads keep the head-major tile
+        ((16, 32, 8, 1, 128), (1, 32, 1)),  # decode: too few positions to fill the GPU
+    ],
+)
+def test_token_tile_when_heads_are_adjacent(shape, expected):
+    """A (B, S, H, D) projection viewed as (B, H, S, D) keeps each position's heads side by side:
+    those shapes get a tile across heads, one program per few positions, when positions fill the GPU."""
+    B, H_q, H_kv, S, D = shape
+    cfg = pick_config(B, S, H_q, H_kv, D, heads_adjacent=True)
+    assert (cfg["BLOCK_S"], cfg["BLOCK_H"], cfg["HEAD_BLOCKS"]) == expected
+
+
+def test_launch_reads_the_layout_from_the_strides():
+    q = torch.empty(1, 4096, 32, 128, device="meta").transpose(1, 2)
+    cfg, *_ = kernel.launch_plan(q, 8, None)
+    assert cfg["BLOCK_S"] == 1
+    cfg, *_ = kernel.launch_plan(q.contiguous(), 8, None)
+    assert cfg["BLOCK_S"] == kernel.MAX_BLOCK_S
 
 
 @pytest.mark.skipif(INTERPRETED, reason="large shapes: GPU only")
