@@ -218,6 +218,7 @@ def fp8_matmul_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    ONE_B_SCALE: tl.constexpr,  # every column of the tile shares one b scale per K block
 ):
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
@@ -234,15 +235,22 @@ def fp8_matmul_kernel(
     b_ptrs = b_ptr + cols.to(tl.int64)[None, :] * stride_bn + ks[:, None] * stride_bk  # (3)!
     a_scale_ptrs = a_scale_ptr + rows.to(tl.int64) * stride_asm
     b_scale_ptrs = b_scale_ptr + (cols // B_GROUP).to(tl.int64) * stride_bsn  # (4)!
+    b_scale_tile = b_scale_ptr + ((pid_n * BLOCK_N) // B_GROUP).to(tl.int64) * stride_bsn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         a = tl.load(a_ptrs, mask=ks[None, :] < K - k0, other=0.0)  # (5)!
         b = tl.load(b_ptrs, mask=ks[:, None] < K - k0, other=0.0)
         kb = k0 // SCALE_K  # (6)!
         a_scale = tl.load(a_scale_ptrs + kb * stride_ask)
-        b_scale = tl.load(b_scale_ptrs + kb * stride_bsk)
-        partial = tl.dot(a, b)  # (7)!
-        acc += partial * a_scale[:, None] * b_scale[None, :]  # (8)!
+        if ONE_B_SCALE:  # (7)!
+            a_scale *= tl.load(b_scale_tile + kb * stride_bsk)
+        else:
+            b_scale = tl.load(b_scale_ptrs + kb * stride_bsk)
+        partial = tl.dot(a, b)  # (8)!
+        if ONE_B_SCALE:
+            acc += partial * a_scale[:, None]  # (9)!
+        else:
+            acc += partial * a_scale[:, None] * b_scale[None, :]
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     out_rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -374,12 +382,15 @@ def check_inputs(
     return layouts
 
 
-def _launch(kernel, grid, a, a_scale, b, b_scale, out, layouts, meta: dict) -> torch.Tensor:
-    """Resolve both scale layouts into block views (:func:`scale_view`) and launch ``kernel``."""
+def _launch(kernel, grid, a, a_scale, b, b_scale, out, layouts, meta: dict, *, fold: bool = False) -> torch.Tensor:
+    """Resolve both scale layouts into block views (:func:`scale_view`) and launch ``kernel``; ``fold``:
+    tell it whether each tile's columns share one b scale (``ONE_B_SCALE``)."""
     (M, K), N = a.shape, b.shape[0]
     k_blocks = triton.cdiv(K, SCALE_K)
     a_view, _ = scale_view(a_scale, A_BLOCKS[layouts[0]], M, k_blocks)  # a's groups are single rows
     b_view, b_group = scale_view(b_scale, B_BLOCKS[layouts[1]], N, k_blocks)
+    if fold:
+        meta = dict(meta, ONE_B_SCALE=b_group % meta["BLOCK_N"] == 0 or b_view.stride(0) == 0)  # (1)!
     kernel[grid](
         a,
         b,
@@ -426,7 +437,7 @@ def fp8_matmul(
     if K == 0:  # an empty sum
         return out.zero_()
     grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
-    return _launch(fp8_matmul_kernel, grid, a, a_scale, b, b_scale, out, layouts, cfg)
+    return _launch(fp8_matmul_kernel, grid, a, a_scale, b, b_scale, out, layouts, cfg, fold=True)
 
 
 def fp8_matmul_upcast(
@@ -449,7 +460,7 @@ def fp8_matmul_upcast(
     if K == 0:
         return out.zero_()
     grid = (triton.cdiv(M, cfg["BLOCK_M"]), triton.cdiv(N, cfg["BLOCK_N"]))
-    meta = dict(cfg, DOT_DTYPE=tl.float32 if INTERPRETED else tl.bfloat16)  # (1)!
+    meta = dict(cfg, DOT_DTYPE=tl.float32 if INTERPRETED else tl.bfloat16)  # (2)!
     return _launch(fp8_upcast_kernel, grid, a, a_scale, b, b_scale, out, layouts, meta)
 
 

@@ -118,6 +118,39 @@ def test_k_steps_and_program_orders(config):
     check(fp8_matmul(a, a_scale, b, b_scale, torch.float32, config=config), a, a_scale, b, b_scale)
 
 
+@pytest.mark.parametrize(
+    "b_layout, block_n, folded",
+    [("block", 32, True), ("block", 256, False), ("tensor", 64, True), ("row", 32, False)],
+)
+def test_folded_and_unfolded_b_scales(b_layout, block_n, folded, monkeypatch):
+    """A tile inside one weight block (or under one tensor scale) folds b's scale into the rows'; a
+    256-wide tile spans two weight blocks and a row layout has a scale per column: both stay unfolded.
+    Weight blocks of very different magnitude make a wrongly shared scale leave the bound."""
+    launched = {}
+    monkeypatch.setattr(fm, "fp8_matmul_kernel", _Recording(fm.fp8_matmul_kernel, launched))
+    x = random_tensor((300, 256))
+    x[128:] *= 1000.0  # the second weight block's scale is about 1000 times the first's
+    a, a_scale = quantize_fp8(random_tensor((20, 256)), A_BLOCKS["block"])
+    b, b_scale = quantize_fp8(x, B_BLOCKS[b_layout])
+    y = fp8_matmul(a, a_scale, b, b_scale, torch.float32, config={"BLOCK_N": block_n})
+    assert launched["ONE_B_SCALE"] is folded
+    check(y, a, a_scale, b, b_scale)
+
+
+class _Recording:
+    """A kernel whose launches record their compile-time options."""
+
+    def __init__(self, kernel, launched: dict):
+        self.kernel, self.launched = kernel, launched
+
+    def __getitem__(self, grid):
+        def launch(*args, **meta):
+            self.launched.update(meta)
+            return self.kernel[grid](*args, **meta)
+
+        return launch
+
+
 def test_non_contiguous_operands_and_scales():
     a, a_scale, b, b_scale = operands(24, 48, 256)
     a_t = a.T.contiguous().T  # column-major codes
