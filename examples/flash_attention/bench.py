@@ -191,16 +191,26 @@ HEAD_DIM_LENGTHS = ((1024, 1), (RAGGED_TOKENS, 1), (16384, 1), (16384, 0))
 GQA_GROUPS, GQA_S = (4, 8), 16384
 
 
-def _head_dim_sweep(d: int) -> Sweep:
-    config = _config_of(HEAD_DIM_MODELS[d])
+def _zoo_sweep(name: str, x: str, shapes: list[dict[str, int]], labels: list[str]) -> Sweep:
+    """A sweep of model-zoo shapes: bf16, TFLOP/s, ours against SDPA's two backends."""
     return Sweep(
-        f"D={d} H={config.value.heads}, KV={config.value.kv_heads}",
-        x="S",
-        shapes=[_zoo_shape(config.value, S, causal) for S, causal in HEAD_DIM_LENGTHS],
-        labels=[config.label] * len(HEAD_DIM_LENGTHS),
+        name,
+        x=x,
+        shapes=shapes,
+        labels=labels,
         metric="compute",
         providers=["academy", *PEERS],
         dtypes=[torch.bfloat16],
+    )
+
+
+def _head_dim_sweep(d: int) -> Sweep:
+    config = _config_of(HEAD_DIM_MODELS[d])
+    return _zoo_sweep(
+        f"D={d} H={config.value.heads}, KV={config.value.kv_heads}",
+        "S",
+        [_zoo_shape(config.value, S, causal) for S, causal in HEAD_DIM_LENGTHS],
+        [config.label] * len(HEAD_DIM_LENGTHS),
     )
 
 
@@ -208,35 +218,26 @@ _GQA = [_most_shared_group(g, 128) for g in GQA_GROUPS]
 
 HEAD_DIM_SWEEPS = [
     *(_head_dim_sweep(d) for d in HEAD_DIM_MODELS),
-    Sweep(
+    _zoo_sweep(
         f"GQA D=128 S={GQA_S} causal",
-        x="H",
-        shapes=[_zoo_shape(c.value, GQA_S, 1) for c in _GQA],
-        labels=[c.label for c in _GQA],
-        metric="compute",
-        providers=["academy", *PEERS],
-        dtypes=[torch.bfloat16],
+        "H",
+        [_zoo_shape(c.value, GQA_S, 1) for c in _GQA],
+        [c.label for c in _GQA],
     ),
 ]
 
 MODEL_SWEEPS = [
-    Sweep(
+    _zoo_sweep(
         f"models S={MODEL_S} causal",
-        x="H",
-        shapes=[_zoo_shape(c.value, MODEL_S, 1) for c in _CONFIGS],
-        labels=[c.label for c in _CONFIGS],
-        metric="compute",
-        providers=["academy", *PEERS],
-        dtypes=[torch.bfloat16],
+        "H",
+        [_zoo_shape(c.value, MODEL_S, 1) for c in _CONFIGS],
+        [c.label for c in _CONFIGS],
     ),
-    Sweep(
+    _zoo_sweep(
         f"models H={_COMMON.value.heads}, KV={_COMMON.value.kv_heads}, D={_COMMON.value.head_dim}",
-        x="S",
-        shapes=[_zoo_shape(_COMMON.value, S, causal) for S, causal in MODEL_LENGTHS],
-        labels=[_COMMON.label] * len(MODEL_LENGTHS),
-        metric="compute",
-        providers=["academy", *PEERS],
-        dtypes=[torch.bfloat16],
+        "S",
+        [_zoo_shape(_COMMON.value, S, causal) for S, causal in MODEL_LENGTHS],
+        [_COMMON.label] * len(MODEL_LENGTHS),
     ),
 ]
 

@@ -79,13 +79,17 @@ def test_forward_and_backward_fp16(op, shape, causal):
     if not fits(op, shape, 64):
         pytest.skip("the naive kernel holds a whole row: short sequences only")
     q, k, v = inputs(shape, torch.float16, requires_grad=True)
-    out = OPS[op](q, k, v, causal=causal)
-    grad = random_tensor(tuple(out.shape), torch.float16)
+    check_output_and_gradients(OPS[op](q, k, v, causal=causal), q, k, v, causal, op)
+
+
+def check_output_and_gradients(out, q, k, v, causal, label):
+    """o, dq, dk, dv of a call that took q, k, v against float64 autograd, for a fresh random gradient."""
+    grad = random_tensor(tuple(out.shape), q.dtype)
     out.backward(grad)
     expected = gradients64(q, k, v, grad, causal)
     for name, got, want in zip(("o", "dq", "dk", "dv"), (out, q.grad, k.grad, v.grad), expected):
-        assert got.shape == want.shape and got.dtype == torch.float16
-        assert_close(got, want, dtype=torch.float16, name=f"{op} {name}")
+        assert got.shape == want.shape and got.dtype == q.dtype
+        assert_close(got, want, dtype=q.dtype, name=f"{label} {name}")
 
 
 # The backward has two forms: fused (the dK/dV kernel adds dQ with atomics into an fp32 buffer) and
@@ -130,13 +134,7 @@ if not INTERPRETED:
 @pytest.mark.parametrize("path", ["tma", "pointer"])
 def test_head_dim_256_forward_and_backward_fp16(path, shape, causal):
     q, k, v = inputs(shape, torch.float16, d=256, requires_grad=True)
-    out = attention(q, k, v, causal=causal, path=path)
-    grad = random_tensor(tuple(out.shape), torch.float16)
-    out.backward(grad)
-    expected = gradients64(q, k, v, grad, causal)
-    for name, got, want in zip(("o", "dq", "dk", "dv"), (out, q.grad, k.grad, v.grad), expected):
-        assert got.shape == want.shape and got.dtype == torch.float16
-        assert_close(got, want, dtype=torch.float16, name=f"{path} {name}")
+    check_output_and_gradients(attention(q, k, v, causal=causal, path=path), q, k, v, causal, path)
 
 
 @pytest.mark.parametrize("form", ["fused", "split"])
