@@ -134,7 +134,7 @@ def _shape(c, B: int, s_min: int, s_max: int, page: int = 16) -> dict[str, int]:
     return {"B": B, "S_min": s_min, "S_max": s_max, "H": c.heads, "KV": c.kv_heads, "D": c.head_dim, "page": page}
 
 
-BATCHES = [(64, 128, 512), (32, 1024, 8192), (16, 1, 131072), (8, 32768, 32768)]
+BATCHES = [(64, 128, 512), (32, 1024, 8192), (16, 1, 131072), (8, 32768, 32768), (1, 32768, 32768)]
 
 SWEEPS = [
     Sweep(
