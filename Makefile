@@ -126,8 +126,9 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# Two workers (pytest-xdist). A worker that gets a slow test builds the site and starts
-# a browser for itself (pytest 9.2 ignores xdist's group marks), so both may build it.
+# Two workers (pytest-xdist). Each worker that gets a site test starts a browser for itself
+# (pytest 9.2 ignores xdist's group marks); the site is built once, by the first to need it,
+# while the other waits (academy/site/pytest_site.py).
 test: install lint browser
 	ACADEMY_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 

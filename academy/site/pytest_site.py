@@ -22,8 +22,10 @@ whole site suite (``tests/site/test_site*.py``) builds the site **once**, starts
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
@@ -83,20 +85,47 @@ class SiteBuild:
     """User and system time of the build and every process it started (the notebooks' kernels)."""
 
 
+def shared_temp_dir(tmp_path_factory) -> Path:
+    """A folder every pytest-xdist worker of this run shares (their common base temp), or this
+    process's own base temp when pytest runs alone."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def site_build(tmp_path_factory) -> SiteBuild:
-    """The strict build, timed. ``ACADEMY_SITE_DIR=/path`` reuses a site built there
-    beforehand (for iterating on the browser tests; the build-time test then skips)."""
+    """The strict build, timed, made once per run: under pytest-xdist the first worker to need it
+    builds while the others wait on a file lock, then read its record (two builds at once on the
+    CI's two cores would each take twice as long). ``ACADEMY_SITE_DIR=/path`` reuses a site built
+    there beforehand (for iterating on the browser tests; the build-time test then skips)."""
     prebuilt = os.environ.get("ACADEMY_SITE_DIR")
     if prebuilt:
         path = Path(prebuilt).resolve()
         assert (path / "index.html").is_file(), f"ACADEMY_SITE_DIR={prebuilt} holds no built site"
         return SiteBuild(path, float("nan"), "")
-    out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    env["ACADEMY_NB_CACHE"] = "0"  # every notebook executes: no output from the cache (academy.site.notebook_cache)
+    shared = shared_temp_dir(tmp_path_factory)
+    out, record = shared / "site", shared / "site-build.json"
+    with open(shared / "site-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not record.exists():
+            record.write_text(json.dumps(_build_site(out)))
+    built = json.loads(record.read_text())
+    assert built["returncode"] == 0, f"mkdocs build --strict failed:\n{built['log']}"
+    # MkDocs' own records only ("WARNING -  ...", "ERROR   -  ..."). The Jupyter kernels that
+    # execute the tutorials log through tornado too, and once in many builds print
+    # "ERROR:tornado.general:Uncaught exception in ZMQStream callback" as a kernel shuts
+    # down; a cell that really fails stops the build (allow_errors: false) instead.
+    warnings = [line for line in built["log"].splitlines() if MKDOCS_PROBLEM.match(line)]
+    assert not warnings, "the build must be warning-free:\n" + "\n".join(warnings)
+    return SiteBuild(out, built["seconds"], built["log"], built["cpu_seconds"])
+
+
+def _build_site(out: Path) -> dict:
+    """Run ``mkdocs build --strict`` into ``out``: its exit status, log, wall and CPU seconds."""
     import resource
 
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    env["ACADEMY_NB_CACHE"] = "0"  # every notebook executes: no output from the cache (academy.site.notebook_cache)
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
@@ -109,17 +138,9 @@ def site_build(tmp_path_factory) -> SiteBuild:
     elapsed = time.perf_counter() - start
     cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{log}"
-    # MkDocs' own records only ("WARNING -  ...", "ERROR   -  ..."). The Jupyter kernels that
-    # execute the tutorials log through tornado too, and once in many builds print
-    # "ERROR:tornado.general:Uncaught exception in ZMQStream callback" as a kernel shuts
-    # down; a cell that really fails stops the build (allow_errors: false) instead.
-    warnings = [line for line in log.splitlines() if MKDOCS_PROBLEM.match(line)]
-    assert not warnings, "the build must be warning-free:\n" + "\n".join(warnings)
     # CPU seconds tell a slow machine from a busy one: wall >> CPU / cores means other load.
     print(f"site built in {elapsed:.1f} s on {os.cpu_count()} cores ({cpu:.1f} CPU-s in the build's processes)")
-    return SiteBuild(out, elapsed, log, cpu)
+    return {"returncode": proc.returncode, "log": proc.stdout + proc.stderr, "seconds": elapsed, "cpu_seconds": cpu}
 
 
 @pytest.fixture(scope="session")
