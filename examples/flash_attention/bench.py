@@ -204,6 +204,11 @@ def _zoo_sweep(name: str, x: str, shapes: list[dict[str, int]], labels: list[str
     )
 
 
+def _causal_sweep(name: str, configs: list[Shared], S: int) -> Sweep:
+    """One causal shape per model-zoo configuration, all at sequence length ``S``."""
+    return _zoo_sweep(name, "H", [_zoo_shape(c.value, S, 1) for c in configs], [c.label for c in configs])
+
+
 def _head_dim_sweep(d: int) -> Sweep:
     config = _config_of(HEAD_DIM_MODELS[d])
     return _zoo_sweep(
@@ -218,21 +223,11 @@ _GQA = [_most_shared_group(g, 128) for g in GQA_GROUPS]
 
 HEAD_DIM_SWEEPS = [
     *(_head_dim_sweep(d) for d in HEAD_DIM_MODELS),
-    _zoo_sweep(
-        f"GQA D=128 S={GQA_S} causal",
-        "H",
-        [_zoo_shape(c.value, GQA_S, 1) for c in _GQA],
-        [c.label for c in _GQA],
-    ),
+    _causal_sweep(f"GQA D=128 S={GQA_S} causal", _GQA, GQA_S),
 ]
 
 MODEL_SWEEPS = [
-    _zoo_sweep(
-        f"models S={MODEL_S} causal",
-        "H",
-        [_zoo_shape(c.value, MODEL_S, 1) for c in _CONFIGS],
-        [c.label for c in _CONFIGS],
-    ),
+    _causal_sweep(f"models S={MODEL_S} causal", _CONFIGS, MODEL_S),
     _zoo_sweep(
         f"models H={_COMMON.value.heads}, KV={_COMMON.value.kv_heads}, D={_COMMON.value.head_dim}",
         "S",

@@ -112,9 +112,8 @@ def _grouped_mm_loader():
 
 MAX_PADDING = 8
 """``padded_bmm`` refuses a batch of more than this many times the routed rows: past it the
-padded batch mostly multiplies zeros (DeepSeek-V3 skewed: 256 experts padded to the heavy
-expert's 2114 rows is 16.5 times the 32768 routed rows, 94% of them zeros), and nobody would
-call it there."""
+padded batch mostly multiplies zeros (DeepSeek-V3 with skewed routing: all 256 experts padded
+to the rows of the one that takes half the tokens), and nobody would call it there."""
 
 
 def padded_bmm(x: torch.Tensor, w: torch.Tensor, group_sizes: torch.Tensor) -> torch.Tensor:
