@@ -127,8 +127,9 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 
 # Two workers (pytest-xdist). Each worker that gets a site test starts a browser for itself
-# (pytest 9.2 ignores xdist's group marks); the site is built once, by the first to need it,
-# while the other waits (academy/site/pytest_site.py).
+# (pytest 9.2 ignores xdist's group marks), but the site is built once, by the first to need it,
+# while the other waits, and each page is visited once: the workers that need the visits split
+# the pages between them and share the results (academy/site/pytest_site.py).
 test: install lint browser
 	ACADEMY_CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 

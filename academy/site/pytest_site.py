@@ -2,7 +2,9 @@
 
 Registered by the root ``conftest.py``. Everything is session-scoped so the
 whole site suite (``tests/site/test_site*.py``) builds the site **once**, starts
-**one** Chromium, and opens every page **once**:
+**one** Chromium (one per pytest-xdist worker), and opens every page **once**
+(under xdist the workers split the pages and share the results: the build by
+`site_build`, the visits by `visit_each_page_once`):
 
 * ``site_build`` / ``site_dir``: ``mkdocs build --strict`` into a temporary
   folder (any warning fails), timed;
@@ -27,15 +29,18 @@ import functools
 import http.server
 import json
 import os
+import pickle
 import re
 import shutil
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import TypeVar
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -564,46 +569,150 @@ def visit(page, watch: PageWatch, url: str, site_dir: Path, path: str) -> PageRe
     return report
 
 
+# Seconds a page another worker claimed may go without its result before the wait gives up.
+# A visit takes seconds (about half a minute on the CI's two cores, two workers at once), so
+# this only ends a hang; a worker that fails or dies on a page is noticed at once.
+CLAIMED_VISIT_TIMEOUT_S = 600
+T = TypeVar("T")
+
+
+def visit_each_page_once(tmp_path_factory, kind: str, pages: list[str], visit_page: Callable[[str], T]) -> dict[str, T]:
+    """``visit_page(path)`` for every page, made once per run however many workers ask.
+
+    Under pytest-xdist every worker whose tests need a kind of visit (``kind``: "light" or
+    "dark-axe") calls this, and each would otherwise visit every page itself: the same
+    quarter of an hour twice on the CI's two cores. So the workers share the work through
+    their common temp dir: each page is claimed by one worker (a claim file made with
+    O_EXCL), which visits it and writes the result there (pickled, written whole and then
+    renamed into place); the others load it. A worker claims pages one at a time until none
+    is left, then waits for the pages other workers claimed. One that never needs this kind
+    claims nothing, so a worker alone visits every page. Without xdist the pages are visited
+    here, one after another, with no files.
+
+    A result must not depend on which worker made it, nor on the pages it visited before. Each
+    worker visits in a fresh context of its own, set up alike; the light visit routes every
+    request (`PageWatch`), which turns Chromium's HTTP cache off, so a page's bytes are its
+    first-visit bytes whatever came before; the dark visit keeps nothing a cache could change.
+    Only the port of each worker's server differs, in the URLs a problem line may quote."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    start = time.perf_counter()
+    if not worker:
+        results = {path: visit_page(path) for path in pages}
+        print(f"{kind} visit: {len(pages)} pages in {time.perf_counter() - start:.1f} s")
+        return results
+    shared = shared_temp_dir(tmp_path_factory) / f"visits-{kind}"
+    shared.mkdir(exist_ok=True)
+    results = {}
+    for path in pages:
+        claim, result, failed = _page_files(shared, path)
+        try:
+            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            continue  # another worker has it
+        with os.fdopen(fd, "w") as held:
+            # Locked while this worker is on the page. The kernel lets go of a lock when its
+            # process ends, however it ends, so a waiting worker finds a crash at once.
+            fcntl.flock(held, fcntl.LOCK_EX)
+            held.write(worker)
+            held.flush()
+            try:
+                results[path] = visit_page(path)
+            except BaseException as exc:
+                failed.write_text(f"{type(exc).__name__}: {exc}")  # for the waiting workers' error
+                raise
+            partial = Path(f"{result}.{worker}.tmp")
+            partial.write_bytes(pickle.dumps(results[path]))
+            os.replace(partial, result)  # whole or absent: a reader never sees half a file
+    visited, waiting = len(results), time.perf_counter()
+    for path in pages:
+        if path not in results:
+            results[path] = _claimed_result(path, *_page_files(shared, path))
+    print(
+        f"{kind} visit: {visited} of {len(pages)} pages by {worker} in {waiting - start:.1f} s, "
+        f"then {time.perf_counter() - waiting:.1f} s waiting for the other workers' {len(pages) - visited}"
+    )
+    return {path: results[path] for path in pages}  # in the pages' order, as without xdist
+
+
+def _page_files(shared: Path, path: str) -> tuple[Path, Path, Path]:
+    """One page's claim, result and failure files in the workers' shared folder."""
+    name = quote(path, safe="")  # "/kernels/gelu/" -> "%2Fkernels%2Fgelu%2F"
+    return shared / f"{name}.claim", shared / f"{name}.result", shared / f"{name}.failed"
+
+
+def _claimed_result(path: str, claim: Path, result: Path, failed: Path):
+    """The result of a page another worker claimed, once written; an error if that worker failed
+    to visit it, let go of its claim without a result (it died) or has held it for
+    CLAIMED_VISIT_TIMEOUT_S."""
+    while True:
+        # The claimer writes its name once it holds the lock: from then on a free lock means it has
+        # let go. Looked at before the result, so a worker found gone has written all it ever will.
+        claimer, let_go = claim.read_text(), False
+        if claimer:
+            with open(claim) as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)  # released as the file closes
+                    let_go = True
+                except BlockingIOError:
+                    pass
+        if result.exists():
+            return pickle.loads(result.read_bytes())
+        if failed.exists():
+            raise RuntimeError(f"worker {claimer} failed to visit {path}: {failed.read_text()}")
+        if let_go:
+            raise RuntimeError(f"worker {claimer} claimed {path} and exited without writing its result")
+        if time.time() - claim.stat().st_mtime > CLAIMED_VISIT_TIMEOUT_S:
+            raise TimeoutError(
+                f"worker {claimer or '?'} claimed {path} over {CLAIMED_VISIT_TIMEOUT_S} s ago and has "
+                f"not written its result ({result})"
+            )
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="session")
-def page_reports(site_dir, base_url, browser) -> dict[str, PageReport]:
+def page_reports(site_dir, base_url, browser, tmp_path_factory) -> dict[str, PageReport]:
     """Every page, visited once in a fresh context (first-visit bytes), in light mode, in a
-    1280-pixel-wide window."""
+    1280-pixel-wide window; split between the xdist workers that need it."""
     pages = site_pages(site_dir)
     assert "/" in pages and len(pages) > 3, f"suspiciously few pages: {pages}"
     context = browser.new_context(viewport=VISIT_VIEWPORT)
-    watch = PageWatch(context)
-    page = context.new_page()
-    watch.attach(page)
-    reports = {}
-    start = time.perf_counter()
-    for path in pages:
-        reports[path] = visit(page, watch, base_url + path, site_dir, path)
-    context.close()
-    print(f"visited {len(pages)} pages in {time.perf_counter() - start:.1f} s")
-    return reports
+    try:
+        watch = PageWatch(context)
+        page = context.new_page()
+        watch.attach(page)
+        return visit_each_page_once(
+            tmp_path_factory, "light", pages, lambda path: visit(page, watch, base_url + path, site_dir, path)
+        )
+    finally:
+        context.close()
+
+
+def dark_axe_visit(page, url: str) -> list[str]:
+    """The dark visit of one page: the scheme Material chose, then axe-core's colour rules."""
+    page.goto(url, wait_until="load")
+    try:
+        page.wait_for_function(KATEX_DONE, timeout=10_000)
+    except Exception:
+        pass  # the light visit reports math that did not render
+    page.wait_for_load_state("networkidle")
+    scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+    lines = [f"the dark visit found the {scheme!r} scheme"] if scheme != "slate" else []
+    return lines + run_axe(page, AXE_COLOUR_RULES)
 
 
 @pytest.fixture(scope="session")
-def dark_axe_reports(site_dir, base_url, browser) -> dict[str, list[str]]:
+def dark_axe_reports(site_dir, base_url, browser, tmp_path_factory) -> dict[str, list[str]]:
     """Every page once more, in the dark colour scheme (prefers-color-scheme: dark, which
-    Material's palette follows): axe-core's colour rules only."""
+    Material's palette follows): axe-core's colour rules only. Split between the xdist workers
+    that need it, as `page_reports` is."""
     context = browser.new_context(color_scheme="dark")
-    page = context.new_page()
-    reports = {}
-    start = time.perf_counter()
-    for path in site_pages(site_dir):
-        page.goto(base_url + path, wait_until="load")
-        try:
-            page.wait_for_function(KATEX_DONE, timeout=10_000)
-        except Exception:
-            pass  # the light visit reports math that did not render
-        page.wait_for_load_state("networkidle")
-        scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
-        reports[path] = [f"the dark visit found the {scheme!r} scheme"] if scheme != "slate" else []
-        reports[path] += run_axe(page, AXE_COLOUR_RULES)
-    context.close()
-    print(f"checked {len(reports)} pages in the dark scheme in {time.perf_counter() - start:.1f} s")
-    return reports
+    try:
+        page = context.new_page()
+        return visit_each_page_once(
+            tmp_path_factory, "dark-axe", site_pages(site_dir), lambda path: dark_axe_visit(page, base_url + path)
+        )
+    finally:
+        context.close()
 
 
 def summarize(reports: dict[str, PageReport], categories: tuple[str, ...]) -> str:
