@@ -415,7 +415,7 @@ SPLIT_K_CONFIGS = {  # BLOCK_N and SPLIT_K = 0: the launcher picks them (see spl
 """PDL: programmatic dependent launch where the GPU has it (see examples.dependent_launch), which hides
 the launch gap between one decode kernel and the next."""
 DECODE_SPLIT_MIN_K = 4096
-"""Shortest K slice worth a second (reduction) launch when a decode grid is too small."""
+"""Shortest K slice worth a second (reduction) launch while the decode column block can still narrow."""
 DECODE_NARROW_STAGES = 6
 """Pipeline depth of 32-column decode blocks: half the bytes per stage of a 64-column block, so more stages
 keep as many loads in flight (the H100 sweep at N = K = 4096, M = 16: 6 stages beat 3, 4 and 5)."""
@@ -457,15 +457,44 @@ def tile_class(M: int, N: int, dtype: torch.dtype) -> str:
     return "small" if square_tiles >= sm_count() // 2 else "few"
 
 
+def decode_blocks(N: int, K: int, block_k: int, narrow_stages: int, sms: int) -> tuple[int, int]:
+    """(BLOCK_N, SPLIT_K) of the decode rule on a GPU of ``sms`` SMs (see :func:`split_k_config`).
+
+    A program keeps at most its pipeline's loads in flight, so a decode call's bandwidth grows with its
+    number of programs. Past the narrowest block, short slices fill the grid up to every SM, not half:
+    the reduction launch is paid from the second slice on, each further slice adds only M·N fp32
+    partials (under 2·sms·32·M in all), and a grid under 2·sms programs of 32 columns runs as one wave.
+    A slice shorter than ``narrow_stages`` K steps would end before its pipeline is full.
+    """
+    block_n, split = 128, 1  # (3)!
+    while triton.cdiv(N, block_n) * split < sms // 2 and block_n > 32:
+        if block_n > 64:
+            block_n //= 2
+        elif K // (2 * split) >= DECODE_SPLIT_MIN_K:
+            split *= 2
+        else:
+            block_n //= 2
+    if triton.cdiv(N, block_n) * split < sms // 2:  # (4)!
+        while triton.cdiv(N, block_n) * split < sms and K // (2 * split) >= narrow_stages * block_k:
+            split *= 2
+    return block_n, split
+
+
 def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict | None = None) -> dict:
     """Block shape and number of K slices for the split-K kernel.
 
     Prefill shapes (forced onto this path): enough slices to cover the SMs,
     each at least four K steps long so the pipeline fills. Decode shapes
     (M ≤ SMALL_M), where every program streams its own columns of the
-    weight: until the programs fill half the SMs, first narrow the column
-    block to 64, then split K into slices of at least DECODE_SPLIT_MIN_K,
-    then narrow to 32 columns (with a deeper pipeline).
+    weight, by shape class (S = the SM count):
+
+    * wide weights (N / 128 ≥ S/2): 128-column blocks, K whole;
+    * otherwise, until the programs fill half the SMs: first narrow the
+      column block to 64, then split K into slices of at least
+      DECODE_SPLIT_MIN_K, then narrow to 32 columns (with a deeper pipeline);
+    * narrow weights, still under S/2 programs at 32 columns (N < 16·S):
+      keep doubling the K slices, each at least one pipeline long
+      (num_stages K steps), until the programs cover every SM.
     """
     if INTERPRETED:
         cfg = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, SPLIT_K=0, num_warps=4, num_stages=1, PDL=False)
@@ -474,15 +503,9 @@ def split_k_config(M: int, N: int, K: int, dtype: torch.dtype, overrides: dict |
     if dtype == torch.float32:
         cfg["BLOCK_K"] //= 2
     cfg.update(overrides or {})
-    if cfg["BLOCK_N"] == 0:  # (3)!
-        block_n, split = 128, 1
-        while triton.cdiv(N, block_n) * split < sm_count() // 2 and block_n > 32:
-            if block_n > 64:
-                block_n //= 2
-            elif K // (2 * split) >= DECODE_SPLIT_MIN_K:
-                split *= 2
-            else:
-                block_n //= 2
+    if cfg["BLOCK_N"] == 0:  # the decode rule picks both
+        narrow_stages = (overrides or {}).get("num_stages", DECODE_NARROW_STAGES)
+        block_n, split = decode_blocks(N, K, cfg["BLOCK_K"], narrow_stages, sm_count())
         cfg["BLOCK_N"], cfg["SPLIT_K"] = block_n, cfg["SPLIT_K"] or split
         if block_n < 64 and "num_stages" not in (overrides or {}):
             cfg["num_stages"] = DECODE_NARROW_STAGES

@@ -245,10 +245,23 @@ def test_chained_decode_matmuls_each_read_the_last_ones_output():
         (16, 4096, 14336, 64, 2),  # long K: two slices of 64 columns
         (16, 14336, 4096, 128, 1),  # wide weight: 112 programs already fill half the SMs
         (1, 512, 65536, 64, 16),  # few columns, very long K: slices of 4096
+        (16, 4608, 3584, 64, 1),  # 72 programs of 64 columns: over half the SMs, K whole
+        (16, 2304, 2048, 32, 1),  # 72 programs of 32 columns: over half, no short slices
+        (16, 576, 7168, 32, 8),  # DeepSeek-V3 kv_a: 18 programs at 32 columns -> 8 slices of 896, 144 programs
+        (1, 576, 7168, 32, 8),
+        (1, 1536, 7168, 32, 4),  # DeepSeek-V3 q_a: 48 -> 192 programs, slices of 1792
+        (16, 1600, 6400, 32, 4),  # GPT-2 XL down: 50 -> 200
+        (16, 2048, 2048, 32, 2),  # Llama-3.2-1B o: 64 -> 128, then a slice of 512 would be under a pipeline
+        (1, 768, 3072, 32, 4),  # GPT-2 down: 96 programs, stopped by the slice floor (768 = 6 steps of 128)
+        (16, 896, 4864, 32, 4),  # Qwen2.5-0.5B down: 112, stopped by the floor
+        (16, 1600, 1600, 32, 2),  # GPT-2 XL o: 100
+        (1, 768, 768, 32, 1),  # GPT-2 o: K is one pipeline, nothing to split
     ],
 )
 def test_decode_split_k_config_on_an_h100(monkeypatch, M, N, K, block_n, split):
-    """The GPU rule (132 SMs): narrow to 64 columns, split long K, then narrow to 32 — until half the SMs have work."""
+    """The GPU rule (132 SMs): narrow to 64 columns, split long K, then narrow to 32 — until half the SMs have
+    work; a weight still under half the SMs at 32 columns splits K on, into slices of at least one pipeline
+    (6 steps of 128), until every SM has work."""
     monkeypatch.setattr(mm, "INTERPRETED", False)
     monkeypatch.setattr(mm, "sm_count", lambda: 132)
     config = mm.split_k_config(M, N, K, torch.bfloat16)
@@ -256,6 +269,73 @@ def test_decode_split_k_config_on_an_h100(monkeypatch, M, N, K, block_n, split):
     narrow = block_n < 64
     assert config["num_stages"] == (mm.DECODE_NARROW_STAGES if narrow else mm.SPLIT_K_CONFIGS["decode"]["num_stages"])
     assert mm.split_k_config(M, N, K, torch.bfloat16, {"num_stages": 2})["num_stages"] == 2  # an override wins
+
+
+@pytest.mark.parametrize(
+    ("sms", "N", "K", "block_n", "split"),
+    [
+        (114, 576, 7168, 32, 8),  # 18 -> 144 programs: 72 would still be under 114
+        (114, 1536, 7168, 32, 4),  # 48 < 57: split on to 192
+        (114, 2048, 2048, 32, 1),  # 64 programs fill half of 114 SMs: no short slices
+        (78, 576, 7168, 32, 8),  # 18 -> 144 (72 < 78)
+        (78, 1536, 7168, 32, 1),  # 48 >= 39: half the SMs already
+        (78, 768, 3072, 32, 4),  # 24 -> 96, and a slice of 384 would be under a pipeline
+        (78, 3072, 4096, 64, 1),  # 48 programs of 64 columns fill half of 78 SMs
+    ],
+)
+def test_decode_split_k_config_on_other_sm_counts(monkeypatch, sms, N, K, block_n, split):
+    """The same rule on GPUs with fewer SMs (114: H100 PCIe; 78): which weights count as narrow moves with
+    the SM count."""
+    monkeypatch.setattr(mm, "INTERPRETED", False)
+    monkeypatch.setattr(mm, "sm_count", lambda: sms)
+    config = mm.split_k_config(16, N, K, torch.bfloat16)
+    assert (config["BLOCK_N"], config["SPLIT_K"]) == (block_n, split)
+
+
+@pytest.mark.parametrize("sms", [132, 114, 78])
+def test_decode_rule_on_every_zoo_projection(monkeypatch, sms):
+    """The rule's promises on every projection of the model zoo: slices shorter than DECODE_SPLIT_MIN_K
+    only for a weight under half the SMs at 32 columns, each at least one pipeline long, doubled only while
+    the grid was under the SM count; a grid left under half the SMs is one the slice floor stopped."""
+    from academy.bench.models import projections
+
+    monkeypatch.setattr(mm, "INTERPRETED", False)
+    monkeypatch.setattr(mm, "sm_count", lambda: sms)
+    floor = mm.DECODE_NARROW_STAGES * mm.SPLIT_K_CONFIGS["decode"]["BLOCK_K"]
+    for projection in projections():
+        N, K = projection.value.N, projection.value.K
+        config = mm.split_k_config(16, N, K, torch.bfloat16)
+        block_n, split = config["BLOCK_N"], config["SPLIT_K"]
+        programs = -(-N // block_n) * split
+        if split > 1 and K // split < mm.DECODE_SPLIT_MIN_K:  # short slices
+            assert block_n == 32 and -(-N // 32) < sms // 2, (N, K)
+            assert K // split >= floor and programs // 2 < sms, (N, K, split)
+        if programs < sms // 2:
+            assert block_n == 32 and K // (2 * split) < floor, (N, K, split)
+
+
+def test_decode_split_k_runs_the_short_slices_it_picks(monkeypatch):
+    """A shape that the GPU rule splits into short slices (here on an 8-SM GPU, so that the interpreter
+    runs it in a second): the config it picks, run, gives the product, with the last slice ragged."""
+    M, N, K = 5, 48, 3200  # 2 column blocks of 32; K = 3 slices of 896 and one of 512
+    with monkeypatch.context() as gpu:
+        gpu.setattr(mm, "INTERPRETED", False)
+        gpu.setattr(mm, "sm_count", lambda: 8)
+        config = mm.split_k_config(M, N, K, torch.bfloat16)
+    assert (config["BLOCK_N"], config["SPLIT_K"]) == (32, 4)  # 2 programs -> 8: every SM
+    slices = []
+    sum_slices = mm._sum_slices
+
+    def counting(partials, *rest):
+        slices.append(partials.shape[0])
+        sum_slices(partials, *rest)
+
+    monkeypatch.setattr(mm, "_sum_slices", counting)
+    a, b = random_tensor((M, K), torch.bfloat16), operand(K, N, torch.bfloat16, "column")
+    overrides = {key: config[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K")}
+    out = matmul(a, b, "gelu", path="split_k", config=overrides)
+    assert slices == [4]
+    assert_close(out, expected(a, b, "gelu"), dtype=torch.bfloat16)
 
 
 def test_prefill_split_k_config_fills_the_gpu_but_keeps_slices_long(monkeypatch):
