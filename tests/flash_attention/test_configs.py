@@ -78,7 +78,7 @@ def test_every_forward_tile_fits_hoppers_shared_memory():
 
 # Which tile each head size gets, by sequence bucket, on a GPU: (BLOCK_M, BLOCK_N, warps, stages).
 D256_FORWARD = {"short": (64, 64, 4, 2), "medium": (128, 64, 8, 2), "long": (128, 64, 8, 2)}
-D256_BACKWARD = ((32, 32, 8, 2), (64, 32, 8, 2))  # (dK/dV, dQ): always the split form
+D256_BACKWARD = ((64, 64, 8, 2), (128, 64, 8, 1))  # (dK/dV, dQ): always the split form
 
 
 def _tile(config: dict) -> tuple[int, int, int, int]:
