@@ -725,11 +725,21 @@ def find_case(results: Results, mode: str, shape: Mapping[str, int], dtype: str)
     return {}
 
 
-def summary(results: Results, headline: Headline) -> str:
-    """An admonition quoting, per headline case, our % of ceiling and ratio to the best peer.
+def worst_case_text(ours: Row, peer: Row, ratio: float) -> str:
+    """``M=16384, N=5120 (Mistral-Nemo-12B, Phi-4), bfloat16: 0.85× torch.compile``: a worst case, as the
+    summary box and the dashboard name it (the models, where the row stands for some)."""
+    label = f" ({ours.label})" if ours.label else ""
+    return f"{shape_text(dict(ours.params))}{label}, {ours.dtype}: {fmt_ratio(ratio)} {provider_label(peer.provider)}"
 
-    ``!!! success`` when ours is at least as fast as every peer on every headline case,
-    ``!!! warning`` otherwise (or when a headline case is missing from the file).
+
+def summary(results: Results, headline: Headline, zoo: Sequence = ()) -> str:
+    """An admonition quoting, per headline case, our % of ceiling and ratio to the best peer, then, per
+    mode of ``zoo`` (the `academy.bench.summary.Summary` objects that ``summarize`` gives over the
+    model-zoo sweeps; that module imports this one, so it is not imported here), the geometric mean
+    and the worst case of that ratio.
+
+    ``!!! success`` when ours is at least as fast as every peer on every headline case and every zoo
+    case, ``!!! warning`` otherwise (or when a headline case is missing from the file).
     """
     if not headline:
         raise ValueError(f"{results.slug}: the bench spec declares no headline cases to summarise")
@@ -758,6 +768,13 @@ def summary(results: Results, headline: Headline) -> str:
                 f"({fmt(comp.best_peer.ms)} ms vs ours {fmt(ours.ms)} ms)."
             )
         items.append(text)
+    for mode in (z for z in zoo if z.worst_ratio is not None):
+        ok = ok and round(mode.worst_ratio, 2) >= 1
+        items.append(
+            f"- Over the model zoo, {mode.mode} ({mode.compared} cases): geometric mean "
+            f"**{fmt_ratio(mode.geomean_ratio)}** the best peer; worst "
+            f"{worst_case_text(mode.worst_ours, mode.worst_peer, mode.worst_ratio)}."
+        )
     kind = "success" if ok else "warning"
     title = f"On {gpu_label(results)} ({results.provenance.gpu})"
     return f'!!! {kind} "{title}"\n\n' + "\n".join(f"    {line}" for line in items) + "\n"

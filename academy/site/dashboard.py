@@ -8,8 +8,10 @@ It opens with **the summary at a glance**: one line per chapter and GPU with,
 per mode, the geometric mean and the worst of ours against the best peer over
 every measured case (`academy.bench.summary.summarize`), the worst case,
 the median % of the ceiling, and the run's date and commit; each line links to
-the chapter's detail section. Then one section per chapter (linked to the chapter's page), one table per chapter
-with a line per GPU × sweep × shape × dtype × mode, in the results file's order:
+the chapter's detail section. A second table gives the same over the model-zoo
+sweeps alone (`academy.bench.summary.SWEEP_SETS`), for every file that has them. Then one
+section per chapter (linked to the chapter's page), one table per chapter with a line per
+GPU × sweep × shape × dtype × mode, in the results file's order:
 our median time and rate, **% of the ceiling that fits the row's metric**
 (copy ceiling for bandwidth rows, matmul ceiling for compute rows: a chapter may
 mix both), and the ratio to the best *peer* (``academy:<variant>`` stages are
@@ -21,12 +23,12 @@ stale on every one of its lines. Numbers are formatted by
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from academy.bench import render
 from academy.bench.results import OURS, Results
-from academy.bench.summary import Summary, summarize
+from academy.bench.summary import SWEEP_SETS, Summary, summarize
 
 
 @dataclass(frozen=True)
@@ -67,23 +69,18 @@ def _worst_case(summaries: Sequence[Summary]) -> str:
     if not compared:
         return render.DASH
     worst = min(compared, key=lambda s: s.worst_ratio)
-    ours, peer = worst.worst_ours, worst.worst_peer
-    label = f" ({ours.label})" if getattr(ours, "label", None) else ""
-    return (
-        f"{worst.mode} {render.shape_text(dict(ours.params))}{label}, {ours.dtype}: "
-        f"{render.fmt_ratio(worst.worst_ratio)} {render.provider_label(peer.provider)}"
-    )
+    return f"{worst.mode} {render.worst_case_text(worst.worst_ours, worst.worst_peer, worst.worst_ratio)}"
 
 
-def summary_table(entries: Sequence[ChapterResults]) -> str:
-    """The dashboard's first table: one line per chapter and GPU."""
-    lines = [
-        "| chapter | GPU | vs best peer, geometric mean | worst | worst case | median % of ceiling | measured |",
-        "|:--|:--|:--|:--|:--|:--|:--|",
-    ]
+def summary_table(entries: Sequence[ChapterResults], sweeps: Callable[[str], bool] = SWEEP_SETS["all"]) -> str:
+    """One line per chapter and GPU whose results have cases in ``sweeps`` (a set of `SWEEP_SETS`):
+    the dashboard's first table over every case, its second over the model zoo; empty without a line."""
+    lines = []
     for entry in entries:
         for res in sorted(entry.results, key=render.gpu_label):
-            summaries = [s for s in summarize(res, {"all": lambda sweep: True})]
+            summaries = summarize(res, {"chosen": sweeps})
+            if not summaries:
+                continue
             fraction = _per_mode(
                 summaries,
                 lambda s: (
@@ -99,7 +96,13 @@ def summary_table(entries: Sequence[ChapterResults]) -> str:
                 f"{_per_mode(summaries, lambda s: _ratio(s.worst_ratio))} | {_worst_case(summaries)} | {fraction} | "
                 f"{res.provenance.date[:10]} `{res.provenance.git_commit[:7]}` |"
             )
-    return "\n".join(lines) + "\n"
+    if not lines:
+        return ""
+    header = [
+        "| chapter | GPU | vs best peer, geometric mean | worst | worst case | median % of ceiling | measured |",
+        "|:--|:--|:--|:--|:--|:--|:--|",
+    ]
+    return "\n".join(header + lines) + "\n"
 
 
 def chapter_table(entry: ChapterResults) -> str:
@@ -155,6 +158,12 @@ def render_dashboard(entries: Sequence[ChapterResults]) -> str:
         out.append('!!! note "Nothing measured yet"\n\n    No chapter has committed results yet.\n')
     if measured:
         out.append(f"## At a glance\n\n{summary_table(measured)}")
+        zoo = summary_table(measured, SWEEP_SETS["models"])
+        if zoo:
+            out.append(
+                "## Over the model zoo\n\nThe same, over the cases of each chapter's model-zoo sweeps only: "
+                f"shapes of real models (`academy/bench/models.py`).\n\n{zoo}"
+            )
     for e in measured:
         dates = sorted({r.provenance.date[:10] for r in e.results})
         out.append(

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from academy.bench import render
 from academy.bench.results import Results, load
+from academy.bench.summary import is_models_sweep, summarize
 from academy.chapters import Chapter, all_chapters, chapter
 from academy.site import downloads
 from academy.site.dashboard import dashboard
@@ -263,7 +264,7 @@ class Build:
             return [(r, draw(r, **d.options, width_em=table_em)) for r in measured]
         if d.name == "summary":
             cases = headline(d.slug)
-            return [(r, render.summary(r, cases)) for r in results]
+            return [(r, render.summary(r, cases, summarize(r, {"models": is_models_sweep}))) for r in results]
         if d.name == "provenance":
             current = ch.code_hash()
             files = ch.results_files()

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import xml.etree.ElementTree as ET
 
 from academy.bench import render
 from academy.bench.results import Results
+from academy.bench.summary import is_models_sweep, summarize
 
 import pytest
 
@@ -283,6 +285,27 @@ def test_summary_warns_when_slower_or_missing(results):
     assert missing.startswith("!!! warning") and "not measured" in missing
     with pytest.raises(ValueError):
         render.summary(results, [])
+
+
+def test_summary_names_the_model_zoo_geomean_and_worst_case():
+    # zoo: ours 1.0 vs compile 2.0 (2.00×) and ours 4.0 vs eager 3.0 (0.75×), one row standing for two models
+    rows = [
+        make_row("academy", 1024, 1.0, sweep="models M=8192"),
+        make_row("compile", 1024, 2.0, sweep="models M=8192"),
+        dataclasses.replace(make_row("academy", 4096, 4.0, sweep="models M=8192"), label="Model-A, Model-B"),
+        make_row("eager", 4096, 3.0, sweep="models M=8192"),
+        make_row("academy", 2048, 1.0),
+        make_row("eager", 2048, 1.1),
+    ]
+    res = make_results(rows)
+    headline = [("fwd", {"M": 8192, "N": 2048}, "bfloat16")]
+    zoo = summarize(res, {"models": is_models_sweep})
+    text = render.summary(res, headline, zoo)
+    assert text.startswith("!!! warning"), "a zoo case slower than a peer makes the box a warning"
+    expected = f"geometric mean **{render.fmt_ratio(math.sqrt(2.0 * 0.75))}** the best peer"
+    assert "Over the model zoo, fwd (2 cases): " + expected in text
+    assert "worst M=8192, N=4096 (Model-A, Model-B), bfloat16: 0.75× eager." in text
+    assert render.summary(res, headline).startswith("!!! success"), "the headline case alone is faster"
 
 
 # --------------------------------------------------------------------------- provenance

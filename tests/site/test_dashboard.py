@@ -92,3 +92,20 @@ def test_summary_at_a_glance_one_line_per_chapter_and_gpu():
     assert "fwd M=8192, N=4096, bfloat16: 0.50× eager" in h100_line
     assert "2025-01-02 `0123456`" in h100_line
     assert "## Fixture op {#chapter-fixture-op}" in md
+
+
+def test_model_zoo_table_summarises_the_zoo_sweeps_only():
+    rows = [
+        make_row("academy", 1024, 1.0),
+        make_row("eager", 1024, 4.0),  # 4.00x, outside the zoo
+        make_row("academy", 2048, 2.0, sweep="models M=8192"),
+        make_row("eager", 2048, 1.5, sweep="models M=8192"),  # 0.75x, the zoo's only case
+    ]
+    md = dashboard.render_dashboard([entry([make_results(rows)], current_hash="aaaa")])
+    zoo = md[md.index("## Over the model zoo") : md.index("## Fixture op")]
+    (line,) = [line for line in zoo.splitlines() if line.startswith("| [Fixture op]")]
+    assert "| fwd 0.75× | fwd 0.75× | fwd M=8192, N=2048, bfloat16: 0.75× eager |" in line
+    glance = md[md.index("## At a glance") : md.index("## Over the model zoo")]
+    assert "fwd **1.73×**" in glance  # geometric mean of 4.00x and 0.75x over every case
+    without_zoo = dashboard.render_dashboard([entry([make_results(rows[:2])])])
+    assert "## Over the model zoo" not in without_zoo
