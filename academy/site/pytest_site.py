@@ -576,7 +576,9 @@ CLAIMED_VISIT_TIMEOUT_S = 600
 T = TypeVar("T")
 
 
-def visit_each_page_once(tmp_path_factory, kind: str, pages: list[str], visit_page: Callable[[str], T]) -> dict[str, T]:
+def visit_each_page_once(
+    tmp_path_factory, kind: str, pages: list[str], visit_page: Callable[[str], T], *, wait: bool = True
+) -> dict[str, T]:
     """``visit_page(path)`` for every page, made once per run however many workers ask.
 
     Under pytest-xdist every worker whose tests need a kind of visit (``kind``: "light" or
@@ -587,7 +589,9 @@ def visit_each_page_once(tmp_path_factory, kind: str, pages: list[str], visit_pa
     renamed into place); the others load it. A worker claims pages one at a time until none
     is left, then waits for the pages other workers claimed. One that never needs this kind
     claims nothing, so a worker alone visits every page. Without xdist the pages are visited
-    here, one after another, with no files.
+    here, one after another, with no files. ``wait=False`` only helps: the worker takes its share
+    of the pages no worker has claimed yet and returns the results it made, without waiting for
+    the others' (alone, without xdist, it does nothing: the worker that asks will visit them).
 
     A result must not depend on which worker made it, nor on the pages it visited before. Each
     worker visits in a fresh context of its own, set up alike; the light visit routes every
@@ -596,6 +600,8 @@ def visit_each_page_once(tmp_path_factory, kind: str, pages: list[str], visit_pa
     Only the port of each worker's server differs, in the URLs a problem line may quote."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     start = time.perf_counter()
+    if not worker and not wait:
+        return {}
     if not worker:
         results = {path: visit_page(path) for path in pages}
         print(f"{kind} visit: {len(pages)} pages in {time.perf_counter() - start:.1f} s")
@@ -619,11 +625,16 @@ def visit_each_page_once(tmp_path_factory, kind: str, pages: list[str], visit_pa
                 results[path] = visit_page(path)
             except BaseException as exc:
                 failed.write_text(f"{type(exc).__name__}: {exc}")  # for the waiting workers' error
-                raise
+                if wait or not isinstance(exc, Exception):
+                    raise
+                return results  # a helper stops there: the test that waits for this page reports it
             partial = Path(f"{result}.{worker}.tmp")
             partial.write_bytes(pickle.dumps(results[path]))
             os.replace(partial, result)  # whole or absent: a reader never sees half a file
     visited, waiting = len(results), time.perf_counter()
+    if not wait:
+        print(f"{kind} visit: {visited} of {len(pages)} pages by {worker} in {waiting - start:.1f} s, as a helper")
+        return results
     for path in pages:
         if path not in results:
             results[path] = _claimed_result(path, *_page_files(shared, path))
@@ -670,9 +681,12 @@ def _claimed_result(path: str, claim: Path, result: Path, failed: Path):
 
 
 @pytest.fixture(scope="session")
-def page_reports(site_dir, base_url, browser, tmp_path_factory) -> dict[str, PageReport]:
+def page_reports(site_dir, base_url, browser, tmp_path_factory, pytestconfig) -> dict[str, PageReport]:
     """Every page, visited once in a fresh context (first-visit bytes), in light mode, in a
-    1280-pixel-wide window; split between the xdist workers that need it."""
+    1280-pixel-wide window; split between the xdist workers that need it. When this run's tests
+    also want the dark visits, a worker then takes its share of those too (`dark_axe_reports`):
+    the one worker whose test needs them would otherwise make them all alone, while the others
+    have finished their share of the light visits."""
     pages = site_pages(site_dir)
     assert "/" in pages and len(pages) > 3, f"suspiciously few pages: {pages}"
     context = browser.new_context(viewport=VISIT_VIEWPORT)
@@ -680,11 +694,22 @@ def page_reports(site_dir, base_url, browser, tmp_path_factory) -> dict[str, Pag
         watch = PageWatch(context)
         page = context.new_page()
         watch.attach(page)
-        return visit_each_page_once(
+        reports = visit_each_page_once(
             tmp_path_factory, "light", pages, lambda path: visit(page, watch, base_url + path, site_dir, path)
         )
     finally:
         context.close()
+    if pytestconfig.stash.get(DARK_VISITS_WANTED, False):
+        visit_dark_pages(browser, base_url, tmp_path_factory, pages, wait=False)
+    return reports
+
+
+DARK_VISITS_WANTED = pytest.StashKey[bool]()
+"""Whether a test of this run asks for `dark_axe_reports` (every worker collects every test)."""
+
+
+def pytest_collection_modifyitems(config, items):
+    config.stash[DARK_VISITS_WANTED] = any("dark_axe_reports" in getattr(i, "fixturenames", ()) for i in items)
 
 
 def dark_axe_visit(page, url: str) -> list[str]:
@@ -700,19 +725,24 @@ def dark_axe_visit(page, url: str) -> list[str]:
     return lines + run_axe(page, AXE_COLOUR_RULES)
 
 
-@pytest.fixture(scope="session")
-def dark_axe_reports(site_dir, base_url, browser, tmp_path_factory) -> dict[str, list[str]]:
-    """Every page once more, in the dark colour scheme (prefers-color-scheme: dark, which
-    Material's palette follows): axe-core's colour rules only. Split between the xdist workers
-    that need it, as `page_reports` is."""
+def visit_dark_pages(browser, base_url: str, tmp_path_factory, pages: list[str], *, wait: bool):
+    """`visit_each_page_once` of the dark visits, in a fresh dark-scheme context of this worker."""
     context = browser.new_context(color_scheme="dark")
     try:
         page = context.new_page()
         return visit_each_page_once(
-            tmp_path_factory, "dark-axe", site_pages(site_dir), lambda path: dark_axe_visit(page, base_url + path)
+            tmp_path_factory, "dark-axe", pages, lambda path: dark_axe_visit(page, base_url + path), wait=wait
         )
     finally:
         context.close()
+
+
+@pytest.fixture(scope="session")
+def dark_axe_reports(site_dir, base_url, browser, tmp_path_factory) -> dict[str, list[str]]:
+    """Every page once more, in the dark colour scheme (prefers-color-scheme: dark, which
+    Material's palette follows): axe-core's colour rules only. Split between the xdist workers:
+    each that visits the light pages helps with these too (`page_reports`)."""
+    return visit_dark_pages(browser, base_url, tmp_path_factory, site_pages(site_dir), wait=True)
 
 
 def summarize(reports: dict[str, PageReport], categories: tuple[str, ...]) -> str:

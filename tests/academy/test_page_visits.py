@@ -25,7 +25,7 @@ class _TempFactory:
         return self.base
 
 
-def _worker(name: str, run_dir: str, log_dir: str, fail_on: str | None, queue) -> None:
+def _worker(name: str, run_dir: str, log_dir: str, fail_on: str | None, wait: bool, queue) -> None:
     os.environ["PYTEST_XDIST_WORKER"] = name
     base = Path(run_dir) / f"popen-{name}"
     base.mkdir()
@@ -38,19 +38,19 @@ def _worker(name: str, run_dir: str, log_dir: str, fail_on: str | None, queue) -
         return f"report of {path}"
 
     try:
-        queue.put((name, visit_each_page_once(_TempFactory(base), "light", PAGES, visit)))
+        queue.put((name, visit_each_page_once(_TempFactory(base), "light", PAGES, visit, wait=wait)))
     except Exception as exc:  # sent back to the test
         queue.put((name, exc))
 
 
-def _run_two_workers(tmp_path: Path, fail_on: str | None = None) -> dict:
+def _run_two_workers(tmp_path: Path, fail_on: str | None = None, waits: tuple[bool, bool] = (True, True)) -> dict:
     run_dir, log_dir = tmp_path / "run", tmp_path / "log"
     run_dir.mkdir(), log_dir.mkdir()
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     workers = [
-        context.Process(target=_worker, args=(name, str(run_dir), str(log_dir), fail_on, queue))
-        for name in ("gw0", "gw1")
+        context.Process(target=_worker, args=(name, str(run_dir), str(log_dir), fail_on, wait, queue))
+        for name, wait in zip(("gw0", "gw1"), waits)
     ]
     for worker in workers:
         worker.start()
@@ -84,3 +84,26 @@ def test_alone_visits_every_page_and_writes_nothing(tmp_path, monkeypatch):
     reports = visit_each_page_once(_TempFactory(tmp_path), "light", PAGES, lambda p: seen.append(p) or p.upper())
     assert seen == PAGES and reports == {p: p.upper() for p in PAGES}
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_helper_takes_a_share_and_the_waiting_worker_gets_every_report(tmp_path):
+    results = _run_two_workers(tmp_path, waits=(True, False))  # gw1 only helps, as a worker with no dark test
+    expected = {path: f"report of {path}" for path in PAGES}
+    assert results["gw0"] == expected and list(results["gw0"]) == PAGES
+    helped = [name[3:] for name in results["visits"] if name.startswith("gw1")]
+    assert sorted(results["gw1"]) == sorted(path for path in PAGES if path.replace("/", "_") in helped)
+    visited = [name[3:] for name in results["visits"]]
+    assert sorted(visited) == sorted(path.replace("/", "_") for path in PAGES)  # each page exactly once
+
+
+def test_a_page_a_helper_failed_on_is_the_waiting_workers_error(tmp_path):
+    results = _run_two_workers(tmp_path, fail_on=PAGES[5], waits=(True, False))
+    assert isinstance(results["gw0"], Exception) and PAGES[5] in str(results["gw0"])
+    assert PAGES[5] not in results["gw1"], "a helper that meets the failing page stops, without raising"
+
+
+def test_a_helper_alone_visits_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    seen = []
+    assert visit_each_page_once(_TempFactory(tmp_path), "dark-axe", PAGES, seen.append, wait=False) == {}
+    assert seen == [] and list(tmp_path.iterdir()) == []
