@@ -718,10 +718,11 @@ means the fused backward: the dK/dV kernel adds dQ itself (atomics into an fp32 
 
 # At D = 256 the backward's tiles are the winners of a sweep on an H200 (Gemma-2-9B's 16 query and 8 KV heads,
 # S = 4096, causal and full, bf16): 34 dK/dV configs, then 34 dQ configs beside the best of them, then 22 fused
-# ones. 64 keys against 64-row query blocks (fp32 dK and dV: 128 registers a thread over 8 warps) with a dQ
-# kernel of 128 query rows and 64-key blocks took 3.25 ms causal and 3.19 ms full, against 7.27 and 7.09 ms
-# for the 32 × 32 tiles the register arithmetic alone had chosen; the best fused config took 4.06 ms: the
-# atomics add a 1 KiB fp32 dQ row per query per key block, twice the bytes of D = 128, so the split form stays.
+# ones (exploratory do_bench timings, so given in words here and on the page). 64 keys against 64-row query
+# blocks (fp32 dK and dV: 128 registers a thread over 8 warps) with a dQ kernel of 128 query rows and 64-key
+# blocks took well under half the time of the 32 × 32 tiles the register arithmetic alone had chosen, causal
+# and full; the best fused config was about a quarter slower than that pair: its atomics add a 1 KiB fp32 dQ
+# row per query per key block, twice the bytes of D = 128, so the split form stays.
 D256_BWD = (_bwd(64, 64, 8, 2), _bwd(128, 64, 8, 1))
 """(dK/dV config, dQ config) at D = 256, for every causality and sequence bucket: the split backward."""
 
