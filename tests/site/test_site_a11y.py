@@ -127,6 +127,9 @@ def test_plot_text_is_legible_on_a_phone(base_url, browser, path):
     context = browser.new_context(viewport={"width": 375, "height": 812})
     page = context.new_page()
     page.goto(base_url + path, wait_until="networkidle")
+    # A loaded CI machine has once measured the plots before their first layout (all of
+    # width 0); wait for one to be drawn, up to 20 s, before measuring them all.
+    page.wait_for_function(f"({PLOT_TEXT_PX})().length > 0", timeout=20_000)
     sizes = page.evaluate(PLOT_TEXT_PX)
     context.close()
     assert sizes, f"no visible plot on {path}"
