@@ -373,18 +373,18 @@ TILE_CONFIGS = {
         EPILOGUE_SUBTILE=False,
         FLATTEN=False,
         WARP_SPECIALIZE=False,
-    ),  # >= one 128x128 tile per SM
-    "small": dict(
-        BLOCK_M=128,
+    ),
+    "narrow": dict(
+        BLOCK_M=64,
         BLOCK_N=128,
         BLOCK_K=128,
         GROUP_SIZE_M=8,
         num_warps=4,
-        num_stages=3,
+        num_stages=4,
         EPILOGUE_SUBTILE=False,
         FLATTEN=False,
         WARP_SPECIALIZE=False,
-    ),  # fewer tiles than SMs
+    ),
     "few": dict(
         BLOCK_M=64,
         BLOCK_N=64,
@@ -395,7 +395,7 @@ TILE_CONFIGS = {
         EPILOGUE_SUBTILE=False,
         FLATTEN=False,
         WARP_SPECIALIZE=False,
-    ),  # 128x128 tiles fill < half the SMs
+    ),
     "fp32": dict(
         BLOCK_M=128,
         BLOCK_N=128,
@@ -414,6 +414,13 @@ SPLIT_K_CONFIGS = {  # BLOCK_N and SPLIT_K = 0: the launcher picks them (see spl
 }
 """PDL: programmatic dependent launch where the GPU has it (see examples.dependent_launch), which hides
 the launch gap between one decode kernel and the next."""
+WAVE_COSTS = {"few": 2, "narrow": 3, "medium": 5}
+"""Relative time of one wave of each row's tiles, every SM busy: a 64×128 tile takes 1.5 times as long as
+a 64×64 one (twice the work at a higher rate), a 128×128 tile 2.5 times. Fitted to an H200 sweep at
+M = 128, 256 and 512 over 16 model-zoo weights, where they pick the fastest of the three rows at all 42
+shapes; the cheapest count of waves × cost wins, the smaller tile on a tie."""
+PREFILL_SPLIT_MIN_K = 4096
+"""Shortest K that a short prefill splits (splits_short_prefill); shorter sums are over before a split pays."""
 DECODE_SPLIT_MIN_K = 4096
 """Shortest K slice worth a second (reduction) launch while the decode column block can still narrow."""
 DECODE_NARROW_STAGES = 6
@@ -446,15 +453,24 @@ def tile_config(M: int, N: int, K: int, dtype: torch.dtype) -> dict:
 
 
 def tile_class(M: int, N: int, dtype: torch.dtype) -> str:
-    """Which row of TILE_CONFIGS a shape uses: the largest tile that still gives every SM a tile."""
+    """Which row of TILE_CONFIGS a shape uses: 128×256 tiles if they give every SM one, else the
+    row whose tiles finish soonest, counted in waves over the SMs (see WAVE_COSTS)."""
     if dtype == torch.float32:
         return "fp32"
     if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= sm_count():  # (2)!
         return "large"
-    square_tiles = triton.cdiv(M, 128) * triton.cdiv(N, 128)
-    if square_tiles >= sm_count():
-        return "medium"
-    return "small" if square_tiles >= sm_count() // 2 else "few"
+
+    def waves(name: str) -> int:
+        config = TILE_CONFIGS[name]
+        return triton.cdiv(triton.cdiv(M, config["BLOCK_M"]) * triton.cdiv(N, config["BLOCK_N"]), sm_count())
+
+    return min(WAVE_COSTS, key=lambda name: waves(name) * WAVE_COSTS[name])
+
+
+def splits_short_prefill(M: int, N: int, K: int) -> bool:
+    """A short prefill over a weight too narrow for the tiles to fill half the SMs, even at 64×64,
+    whose K is long enough to slice: split-K, as decode does."""
+    return triton.cdiv(M, 64) * triton.cdiv(N, 64) < sm_count() // 2 and K >= PREFILL_SPLIT_MIN_K
 
 
 def decode_blocks(N: int, K: int, block_k: int, narrow_stages: int, sms: int) -> tuple[int, int]:
@@ -577,7 +593,7 @@ def choose_path(M: int, N: int, K: int, a: torch.Tensor, b: torch.Tensor, c: tor
     both operands (and store a row-major ``c``), else pointers."""
     if M <= GEMV_MAX_M and K >= 256:
         return "gemv"
-    if M <= SMALL_M and K >= 256:  # (1)!
+    if (M <= SMALL_M and K >= 256) or (a.dtype != torch.float32 and splits_short_prefill(M, N, K)):  # (1)!
         return "split_k"
     if _tma_fits(a, b, c):
         return "tma"

@@ -180,8 +180,52 @@ def test_dispatch_rule():
     assert choose_path(1, 64, 256, *big) == ("gemv" if mm.GEMV_MAX_M >= 1 else "split_k")
     assert choose_path(mm.GEMV_MAX_M + 1, 64, 256, *big) == "split_k"
     assert choose_path(mm.SMALL_M + 1, 64, 256, *big) == ("tma" if mm.tma_available() else "pointer")
-    assert choose_path(128, 64, 4096, *big) == ("tma" if mm.tma_available() else "pointer")  # few tiles: small ones
     assert choose_path(16, 64, 32, *big) != "split_k"  # too short a K to split
+
+
+# (M, N, K) of model-zoo projections at short prefills, and the kernel and tile row each takes on
+# 132 SMs (H100 and H200): the waves rule of tile_class and the split of splits_short_prefill.
+SHORT_PREFILL_DISPATCH = [
+    ((128, 576, 7168), "split_k"),  # DeepSeek-V3 kv_a: 18 tiles even at 64×64, K long
+    ((128, 1536, 7168), "split_k"),  # 48 tiles, under half the SMs
+    ((128, 2048, 2048), "few"),  # 64 tiles but K short: one wave of 64×64
+    ((128, 4096, 14336), "few"),  # 128 tiles of 64×64: one full wave
+    ((128, 4608, 3584), "narrow"),  # 144 tiles of 64×64 would be two waves; 72 of 64×128 are one
+    ((128, 8192, 8192), "narrow"),
+    ((128, 12288, 4096), "medium"),  # 96 tiles of 128×128: one wave, against 3 of 64×64
+    ((256, 12288, 4096), "narrow"),  # 3 waves × 3 beat 2 waves × 5
+    ((256, 28672, 4096), "large"),
+    ((512, 1536, 7168), "narrow"),
+    ((512, 768, 768), "few"),
+]
+
+
+@pytest.mark.parametrize("shape, expected_row", SHORT_PREFILL_DISPATCH)
+def test_short_prefill_dispatch(monkeypatch, shape, expected_row):
+    monkeypatch.setattr(mm, "sm_count", lambda: 132)
+    M, N, K = shape
+    split = expected_row == "split_k"
+    assert mm.splits_short_prefill(M, N, K) == split
+    if not split:
+        assert mm.tile_class(M, N, torch.float16) == expected_row
+    assert mm.tile_class(M, N, torch.float32) == "fp32"
+
+
+def test_waves_pick_the_cheapest_row(monkeypatch):
+    """Against a brute-force count: every shape's row has the least waves × cost."""
+    monkeypatch.setattr(mm, "sm_count", lambda: 132)
+    for M in (17, 64, 128, 200, 256, 512, 1000, 3000):
+        for N in (64, 576, 1000, 2304, 4608, 6144, 12288, 28672):
+            row = mm.tile_class(M, N, torch.bfloat16)
+            if row == "large":
+                assert -(-M // 128) * -(-N // 256) >= 132
+                continue
+            cost = {
+                name: -(-(-(-M // c["BLOCK_M"]) * -(-N // c["BLOCK_N"])) // 132) * mm.WAVE_COSTS[name]
+                for name, c in mm.TILE_CONFIGS.items()
+                if name in mm.WAVE_COSTS
+            }
+            assert cost[row] == min(cost.values()), (M, N, row, cost)
 
 
 @pytest.mark.parametrize("path", ["split_k", "gemv"])
