@@ -8,9 +8,6 @@ The unfused pair (an RMSNorm kernel, then SwiGLU) writes the normalised row
 to memory and reads it back; this kernel never does:
 
 * forward: read ``x`` (2N per row), write ``out`` (N) and one fp32 ``rstd``;
-  halves up to ``MAX_ONE_PASS_HALF`` stay in registers, each as two
-  power-of-two blocks (``row_blocks``: 4864 columns as 4096 + 1024, not one
-  block of 8192), wider ones are read twice in chunks;
 * backward, halves up to ``MAX_ONE_PASS_BWD_HALF``: one kernel reads ``x``
   (2N), ``dout`` (N) and ``rstd`` and writes ``dx`` (2N); ``dweight`` is
   reduced in two stages, lock-free: each persistent program sums its rows
@@ -35,7 +32,6 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from examples.norms.launch import row_blocks
 from examples.swiglu.kernel import silu, silu_and_grad, swiglu
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -60,50 +56,6 @@ def unfused_torch(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> t
 # --8<-- [end:reference]
 
 
-# --8<-- [start:row_pieces]
-@triton.jit
-def _load_f32(ptr, cols, n_half, MASKED: tl.constexpr):
-    """``ptr[cols]`` in fp32. Only a block that may run past column N is MASKED."""
-    if MASKED:
-        values = tl.load(ptr + cols, mask=cols < n_half, other=0.0)  # (1)!
-    else:
-        values = tl.load(ptr + cols)  # (2)!
-    return values.to(tl.float32)
-
-
-@triton.jit
-def _store(ptr, cols, values, n_half, MASKED: tl.constexpr):
-    """``ptr[cols] = values``, rounded once to ptr's dtype, masked as ``_load_f32`` is."""
-    values = values.to(ptr.dtype.element_ty)
-    if MASKED:
-        tl.store(ptr + cols, values, mask=cols < n_half)
-    else:
-        tl.store(ptr + cols, values)
-
-
-@triton.jit
-def _load_halves(x_row, cols, n_half, MASKED: tl.constexpr):
-    """Columns ``cols`` of both halves of one row of x: the pieces that become a and b."""
-    return _load_f32(x_row, cols, n_half, MASKED), _load_f32(x_row + n_half, cols, n_half, MASKED)  # (3)!
-
-
-@triton.jit
-def _sum_squares(xa, xb):
-    """Σ x² over these columns of both halves (masked lanes hold 0)."""
-    return tl.sum(xa * xa + xb * xb, axis=0)
-
-
-@triton.jit
-def _gate_and_store(out_row, w_ptr, xa, xb, cols, n_half, rstd, MASKED: tl.constexpr):
-    """Columns ``cols`` of out, from the same columns of both halves: normalise, scale, gate, store."""
-    a = xa * rstd * _load_f32(w_ptr, cols, n_half, MASKED)  # (4)!
-    b = xb * rstd * _load_f32(w_ptr + n_half, cols, n_half, MASKED)
-    _store(out_row, cols, silu(a) * b, n_half, MASKED)  # (5)!
-
-
-# --8<-- [end:row_pieces]
-
-
 # --8<-- [start:forward_kernel]
 @triton.jit
 def rmsnorm_swiglu_forward_kernel(
@@ -115,55 +67,41 @@ def rmsnorm_swiglu_forward_kernel(
     x_row_stride,
     out_row_stride,
     eps,
-    HEAD: tl.constexpr,  # each half held as HEAD columns, all of them live, ...
-    TAIL: tl.constexpr,  # ... then TAIL columns, masked past N (HEAD + TAIL ≥ N)
+    BLOCK_N: tl.constexpr,  # columns of each half handled at once
+    ONE_PASS: tl.constexpr,  # BLOCK_N ≥ N: the whole row stays in registers
 ):
     row = tl.program_id(0).to(tl.int64)  # (1)!
     x_row = x_ptr + row * x_row_stride
     out_row = out_ptr + row * out_row_stride
-    head = tl.arange(0, HEAD)  # (2)!
-    tail = HEAD + tl.arange(0, TAIL)
-    xa_head, xb_head = _load_halves(x_row, head, n_half, False)
-    xa_tail, xb_tail = _load_halves(x_row, tail, n_half, True)  # (3)!
-    sum_squares = _sum_squares(xa_head, xb_head) + _sum_squares(xa_tail, xb_tail)  # (4)!
-    rstd = 1.0 / tl.sqrt(sum_squares / (2 * n_half) + eps)  # (5)!
-    _gate_and_store(out_row, w_ptr, xa_head, xb_head, head, n_half, rstd, False)  # (6)!
-    _gate_and_store(out_row, w_ptr, xa_tail, xb_tail, tail, n_half, rstd, True)
-    tl.store(rstd_ptr + row, rstd)  # (7)!
+    cols = tl.arange(0, BLOCK_N)
+    if ONE_PASS:
+        mask = cols < n_half
+        xa = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)  # (2)!
+        xb = tl.load(x_row + n_half + cols, mask=mask, other=0.0).to(tl.float32)
+        mean_square = (tl.sum(xa * xa, axis=0) + tl.sum(xb * xb, axis=0)) / (2 * n_half)
+        rstd = 1.0 / tl.sqrt(mean_square + eps)  # (3)!
+        a = xa * rstd * tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)  # (4)!
+        b = xb * rstd * tl.load(w_ptr + n_half + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(out_row + cols, (silu(a) * b).to(out_ptr.dtype.element_ty), mask=mask)  # (5)!
+    else:
+        partial = tl.zeros([BLOCK_N], tl.float32)  # (6)!
+        for start in range(0, n_half, BLOCK_N):
+            mask = start + cols < n_half
+            xa = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)
+            xb = tl.load(x_row + n_half + start + cols, mask=mask, other=0.0).to(tl.float32)
+            partial += xa * xa + xb * xb
+        rstd = 1.0 / tl.sqrt(tl.sum(partial, axis=0) / (2 * n_half) + eps)
+        for start in range(0, n_half, BLOCK_N):  # (7)!
+            mask = start + cols < n_half
+            xa = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)
+            xb = tl.load(x_row + n_half + start + cols, mask=mask, other=0.0).to(tl.float32)
+            a = xa * rstd * tl.load(w_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
+            b = xb * rstd * tl.load(w_ptr + n_half + start + cols, mask=mask, other=0.0).to(tl.float32)
+            tl.store(out_row + start + cols, (silu(a) * b).to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(rstd_ptr + row, rstd)  # (8)!
 
 
 # --8<-- [end:forward_kernel]
-
-
-# --8<-- [start:chunked_forward_kernel]
-@triton.jit
-def rmsnorm_swiglu_chunked_forward_kernel(
-    x_ptr,
-    w_ptr,
-    out_ptr,
-    rstd_ptr,
-    n_half,
-    x_row_stride,
-    out_row_stride,
-    eps,
-    BLOCK_N: tl.constexpr,  # columns of each half per step: N is wider than registers hold
-):
-    row = tl.program_id(0).to(tl.int64)
-    x_row = x_ptr + row * x_row_stride
-    out_row = out_ptr + row * out_row_stride
-    cols = tl.arange(0, BLOCK_N)
-    partial = tl.zeros([BLOCK_N], tl.float32)  # (1)!
-    for start in range(0, n_half, BLOCK_N):
-        xa, xb = _load_halves(x_row, start + cols, n_half, True)
-        partial += xa * xa + xb * xb
-    rstd = 1.0 / tl.sqrt(tl.sum(partial, axis=0) / (2 * n_half) + eps)
-    for start in range(0, n_half, BLOCK_N):  # (2)!
-        xa, xb = _load_halves(x_row, start + cols, n_half, True)
-        _gate_and_store(out_row, w_ptr, xa, xb, start + cols, n_half, rstd, True)
-    tl.store(rstd_ptr + row, rstd)
-
-
-# --8<-- [end:chunked_forward_kernel]
 
 
 # --8<-- [start:backward_chunk]
@@ -180,34 +118,15 @@ def _swiglu_grads(xa_hat, xb_hat, wa, wb, dout):
 
 
 @triton.jit
-def _backward_terms(x_row, w_ptr, dout_row, cols, n_half, rstd, MASKED: tl.constexpr):
-    """Columns ``cols`` of one row: x̂ (normalised x) and the gradients above."""
-    xa, xb = _load_halves(x_row, cols, n_half, MASKED)
-    xa_hat, xb_hat = xa * rstd, xb * rstd
-    wa = _load_f32(w_ptr, cols, n_half, MASKED)
-    wb = _load_f32(w_ptr + n_half, cols, n_half, MASKED)
-    dout = _load_f32(dout_row, cols, n_half, MASKED)
+def _backward_terms(x_row, w_ptr, dout_row, cols, mask, n_half, rstd):
+    """One chunk of one row: x̂ (normalised x) and the gradients above."""
+    xa_hat = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32) * rstd
+    xb_hat = tl.load(x_row + n_half + cols, mask=mask, other=0.0).to(tl.float32) * rstd
+    wa = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    wb = tl.load(w_ptr + n_half + cols, mask=mask, other=0.0).to(tl.float32)
+    dout = tl.load(dout_row + cols, mask=mask, other=0.0).to(tl.float32)
     da, db, ga, gb = _swiglu_grads(xa_hat, xb_hat, wa, wb, dout)
     return xa_hat, xb_hat, da, db, ga, gb
-
-
-@triton.jit
-def _dot_part(xa_hat, xb_hat, ga, gb):
-    """⟨dx̂, x̂⟩ over these columns of both halves."""
-    return tl.sum(ga * xa_hat + gb * xb_hat, axis=0)
-
-
-@triton.jit
-def _store_halves(row_ptr, cols, va, vb, n_half, MASKED: tl.constexpr):
-    """Columns ``cols`` of both halves of one row: va to the first, vb to the second."""
-    _store(row_ptr, cols, va, n_half, MASKED)
-    _store(row_ptr + n_half, cols, vb, n_half, MASKED)
-
-
-@triton.jit
-def _store_dx(dx_row, cols, xa_hat, xb_hat, ga, gb, rstd, dot, n_half, MASKED: tl.constexpr):
-    """dx = r·(dx̂ − x̂·c) for columns ``cols`` of both halves."""
-    _store_halves(dx_row, cols, rstd * (ga - xa_hat * dot), rstd * (gb - xb_hat * dot), n_half, MASKED)
 
 
 # --8<-- [end:backward_chunk]
@@ -227,41 +146,31 @@ def rmsnorm_swiglu_backward_kernel(
     x_row_stride,
     dout_row_stride,
     dx_row_stride,
-    HEAD: tl.constexpr,  # each half held in registers as HEAD columns, all live, ...
-    TAIL: tl.constexpr,  # ... then TAIL columns, masked past N (HEAD + TAIL ≥ N)
+    BLOCK_N: tl.constexpr,  # ≥ N: the whole row stays in registers
 ):
     pid = tl.program_id(0)
     n_programs = tl.num_programs(0)
-    head = tl.arange(0, HEAD)
-    tail = HEAD + tl.arange(0, TAIL)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < n_half
     inv_width = 1.0 / (2 * n_half)
     partial_row = dw_partial_ptr + pid.to(tl.int64) * (2 * n_half)  # (1)!
-    dwa_head = tl.zeros([HEAD], tl.float32)  # (2)!
-    dwb_head = tl.zeros([HEAD], tl.float32)
-    dwa_tail = tl.zeros([TAIL], tl.float32)
-    dwb_tail = tl.zeros([TAIL], tl.float32)
+    dwa = tl.zeros([BLOCK_N], tl.float32)  # (2)!
+    dwb = tl.zeros([BLOCK_N], tl.float32)
     for row in range(pid, n_rows, n_programs):  # (3)!
         row64 = tl.cast(row, tl.int64)
         rstd = tl.load(rstd_ptr + row64)
         x_row = x_ptr + row64 * x_row_stride
-        dout_row = dout_ptr + row64 * dout_row_stride
-        xa_head, xb_head, da_head, db_head, ga_head, gb_head = _backward_terms(
-            x_row, w_ptr, dout_row, head, n_half, rstd, False
+        xa_hat, xb_hat, da, db, ga, gb = _backward_terms(
+            x_row, w_ptr, dout_ptr + row64 * dout_row_stride, cols, mask, n_half, rstd
         )
-        xa_tail, xb_tail, da_tail, db_tail, ga_tail, gb_tail = _backward_terms(
-            x_row, w_ptr, dout_row, tail, n_half, rstd, True
-        )
-        dwa_head += da_head * xa_head  # (4)!
-        dwb_head += db_head * xb_head
-        dwa_tail += da_tail * xa_tail
-        dwb_tail += db_tail * xb_tail
-        dot = _dot_part(xa_head, xb_head, ga_head, gb_head) + _dot_part(xa_tail, xb_tail, ga_tail, gb_tail)
-        dot *= inv_width  # (5)!
+        dwa += da * xa_hat  # (4)!
+        dwb += db * xb_hat
+        dot = (tl.sum(ga * xa_hat, axis=0) + tl.sum(gb * xb_hat, axis=0)) * inv_width  # (5)!
         dx_row = dx_ptr + row64 * dx_row_stride
-        _store_dx(dx_row, head, xa_head, xb_head, ga_head, gb_head, rstd, dot, n_half, False)  # (6)!
-        _store_dx(dx_row, tail, xa_tail, xb_tail, ga_tail, gb_tail, rstd, dot, n_half, True)
-    _store_halves(partial_row, head, dwa_head, dwb_head, n_half, False)  # (7)!
-    _store_halves(partial_row, tail, dwa_tail, dwb_tail, n_half, True)
+        tl.store(dx_row + cols, (rstd * (ga - xa_hat * dot)).to(dx_ptr.dtype.element_ty), mask=mask)  # (6)!
+        tl.store(dx_row + n_half + cols, (rstd * (gb - xb_hat * dot)).to(dx_ptr.dtype.element_ty), mask=mask)
+    tl.store(partial_row + cols, dwa, mask=mask)  # (7)!
+    tl.store(partial_row + n_half + cols, dwb, mask=mask)
 
 
 # --8<-- [end:backward_kernel]
@@ -288,7 +197,7 @@ def row_dot_kernel(
     partial = tl.zeros([BLOCK_N], tl.float32)
     for start in range(0, n_half, BLOCK_N):
         c = start + cols
-        xa_hat, xb_hat, da, db, ga, gb = _backward_terms(x_row, w_ptr, dout_row, c, n_half, rstd, True)
+        xa_hat, xb_hat, da, db, ga, gb = _backward_terms(x_row, w_ptr, dout_row, c, c < n_half, n_half, rstd)
         partial += ga * xa_hat + gb * xb_hat  # (2)!
     tl.store(dot_ptr + row, tl.sum(partial, axis=0) / (2 * n_half))  # (3)!
 
@@ -379,15 +288,12 @@ MAX_ONE_PASS_HALF = 8192
 CHUNK_N = 4096
 """Chunk of each half on the chunked forward."""
 FWD_NUM_WARPS = 8
-"""Most warps of the one-pass forward (see ``_num_warps``)."""
+"""Forward warps on the one-pass path."""
 CHUNKED_FWD_NUM_WARPS = 16
 """Forward warps on the chunked path."""
 MAX_ONE_PASS_BWD_HALF = 4096
 """Widest half the one-kernel persistent backward takes; wider rows take the two-kernel backward."""
 BWD_NUM_WARPS = 8
-"""Most warps of the one-kernel backward."""
-VALUES_PER_THREAD = 16
-"""In registers: at least this many live columns of each half per thread (see ``_num_warps``)."""
 PROGRAMS_PER_SM = 2
 """One-kernel backward: persistent programs per SM (each owns one fp32 row of dweight partial sums)."""
 DOT_CHUNK_N, DOT_NUM_WARPS = 4096, 16
@@ -396,33 +302,10 @@ TILE_R, TILE_C, TILE_ROWS, TILE_NUM_WARPS = 1, 2048, 128, 8
 """Two-kernel backward, kernel 2: tiles of TILE_R rows × TILE_C columns, TILE_ROWS rows per program."""
 
 
-def _num_warps(head: int, tail: int, max_warps: int) -> int:
-    """Warps for halves held as HEAD + TAIL columns: the largest power of two that gives each
-    thread VALUES_PER_THREAD live columns of each half, at most ``max_warps``. Counted on the
-    live width, not a padded block: a half of 2048 (1024 + 1024) takes 4 warps, so each thread
-    still loads 8 contiguous bf16 values (16 bytes) of each block."""
-    warps = max(1, (head + tail) // (32 * VALUES_PER_THREAD))
-    return min(max_warps, 1 << (warps.bit_length() - 1))
-
-
-def forward_config(n_half: int) -> tuple[str, dict[str, int]]:
-    """The forward's path and meta-parameters: "one-pass" up to MAX_ONE_PASS_HALF, each
-    half held as HEAD + TAIL columns (``row_blocks``: 4864 as 4096 + 1024, where one
-    power-of-two block would be 8192); else "chunked", in chunks of CHUNK_N."""
+def _block(n_half: int) -> tuple[int, bool]:
     if n_half <= MAX_ONE_PASS_HALF:
-        head, tail = row_blocks(n_half)
-        return "one-pass", {"HEAD": head, "TAIL": tail, "num_warps": _num_warps(head, tail, FWD_NUM_WARPS)}
-    return "chunked", {"BLOCK_N": CHUNK_N, "num_warps": CHUNKED_FWD_NUM_WARPS}
-
-
-def backward_config(n_half: int) -> tuple[str, dict[str, int]]:
-    """The backward's path and the meta-parameters of its row kernel: "one-kernel" up to
-    MAX_ONE_PASS_BWD_HALF, each half held as HEAD + TAIL columns; else "two-kernel", whose
-    first kernel (the row dot products) reads chunks of BLOCK_N."""
-    if n_half <= MAX_ONE_PASS_BWD_HALF:
-        head, tail = row_blocks(n_half)
-        return "one-kernel", {"HEAD": head, "TAIL": tail, "num_warps": _num_warps(head, tail, BWD_NUM_WARPS)}
-    return "two-kernel", {"BLOCK_N": min(DOT_CHUNK_N, triton.next_power_of_2(n_half)), "num_warps": DOT_NUM_WARPS}
+        return triton.next_power_of_2(n_half), True
+    return CHUNK_N, False
 
 
 def _as_rows(x: torch.Tensor) -> torch.Tensor:
@@ -435,9 +318,20 @@ def _forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.T
     n_rows, n_half = x_rows.shape[0], x_rows.shape[1] // 2
     out = torch.empty((n_rows, n_half), dtype=x.dtype, device=x.device)
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)  # (1)!
-    path, meta = forward_config(n_half)
-    kernel = rmsnorm_swiglu_forward_kernel if path == "one-pass" else rmsnorm_swiglu_chunked_forward_kernel
-    kernel[(n_rows,)](x_rows, weight, out, rstd, n_half, x_rows.stride(0), out.stride(0), eps, **meta)
+    block_n, one_pass = _block(n_half)
+    rmsnorm_swiglu_forward_kernel[(n_rows,)](
+        x_rows,
+        weight,
+        out,
+        rstd,
+        n_half,
+        x_rows.stride(0),
+        out.stride(0),
+        eps,
+        BLOCK_N=block_n,
+        ONE_PASS=one_pass,
+        num_warps=FWD_NUM_WARPS if one_pass else CHUNKED_FWD_NUM_WARPS,
+    )
     return out.view(*x.shape[:-1], n_half), rstd
 
 
@@ -446,8 +340,7 @@ def _backward(x, weight, rstd, dout) -> tuple[torch.Tensor, torch.Tensor]:
     n_rows, n_half = dout_rows.shape
     dx = torch.empty(x_rows.shape, dtype=x.dtype, device=x.device)
     strides = (x_rows.stride(0), dout_rows.stride(0), dx.stride(0))
-    path, meta = backward_config(n_half)
-    if path == "one-kernel":  # the row in registers
+    if n_half <= MAX_ONE_PASS_BWD_HALF:  # one kernel, the row in registers
         n_partial = min(n_rows, sm_count() * PROGRAMS_PER_SM)
         dw_partial = torch.empty((n_partial, 2 * n_half), dtype=torch.float32, device=x.device)  # (2)!
         rmsnorm_swiglu_backward_kernel[(n_partial,)](
@@ -460,7 +353,8 @@ def _backward(x, weight, rstd, dout) -> tuple[torch.Tensor, torch.Tensor]:
             n_rows,
             n_half,
             *strides,
-            **meta,
+            BLOCK_N=triton.next_power_of_2(n_half),
+            num_warps=BWD_NUM_WARPS,
         )
     else:  # two kernels: the row dot products, then dx and dweight tile by tile
         dot = torch.empty(n_rows, dtype=torch.float32, device=x.device)
@@ -473,7 +367,8 @@ def _backward(x, weight, rstd, dout) -> tuple[torch.Tensor, torch.Tensor]:
             n_half,
             strides[0],
             strides[1],
-            **meta,
+            BLOCK_N=min(DOT_CHUNK_N, triton.next_power_of_2(n_half)),
+            num_warps=DOT_NUM_WARPS,
         )
         n_partial = triton.cdiv(n_rows, TILE_ROWS)
         dw_partial = torch.empty((n_partial, 2 * n_half), dtype=torch.float32, device=x.device)  # (3)!

@@ -21,7 +21,7 @@ import triton
 import triton.language as tl
 
 from examples.layer_norm.kernel import check_inputs
-from examples.norms.launch import FWD_MAX_FUSED_COLS, as_rows, one_block_config
+from examples.norms.launch import FWD_MAX_FUSED_COLS, as_rows, tile_config
 
 
 # --8<-- [start:add_layer_norm]
@@ -73,7 +73,7 @@ def add_layer_norm(x, residual, weight, bias, eps: float = 1e-5) -> tuple[torch.
     y = torch.empty_like(x_rows)
     h = torch.empty_like(x_rows)
     if n_rows:
-        config = one_block_config(n_cols)
+        config = tile_config(n_cols)
         add_layer_norm_kernel[(triton.cdiv(n_rows, config["BLOCK_M"]),)](
             x_rows, r_rows, weight.contiguous(), bias.contiguous(), y, h, n_rows, n_cols, float(eps), **config
         )

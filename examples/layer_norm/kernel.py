@@ -5,8 +5,7 @@ bias, eps)`` for fp32, fp16 and bf16 inputs of shape ``(..., N)`` and is
 differentiable with respect to all three tensors.
 
 * Forward: each program normalises one tile of rows in registers (one read
-  of x, one write of y), each row held as two power-of-two blocks, HEAD +
-  TAIL columns, so that a width such as 5120 is not padded to 8192. Rows wider than ``FWD_MAX_FUSED_COLS`` take a
+  of x, one write of y). Rows wider than ``FWD_MAX_FUSED_COLS`` take a
   chunked two-pass kernel, which merges each chunk's mean and centred sum of
   squares into the row's (Chan et al.): nothing cancels, whatever the row holds.
 * Backward: one kernel computes dx row by row and, in the same pass, sums
@@ -38,10 +37,6 @@ from examples.norms.launch import (
     backward_launch,
     column_split,
     forward_launch,
-    load_tile,
-    load_vector,
-    store_tile,
-    store_vector,
     sum_partials,
 )
 
@@ -59,26 +54,6 @@ def reference(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, 
 
 # --8<-- [start:forward_kernel]
 @triton.jit
-def _centre(x, mean, cols, n_cols, MASKED: tl.constexpr):
-    """x − μ on one block of a tile of rows, 0 in the lanes past ``n_cols``."""
-    centered = x - mean[:, None]
-    if MASKED:
-        centered = tl.where((cols < n_cols)[None, :], centered, 0.0)  # (1)!
-    return centered
-
-
-@triton.jit
-def _normalise_and_store(
-    y_rows, w_ptr, b_ptr, centered, rstd, cols, row_mask, n_cols, HAS_BIAS: tl.constexpr, MASKED: tl.constexpr
-):
-    """y = γ ⊙ x̂ + β on one block of a tile of rows."""
-    y = centered * rstd[:, None] * load_vector(w_ptr, cols, n_cols, MASKED)[None, :]  # (2)!
-    if HAS_BIAS:
-        y += load_vector(b_ptr, cols, n_cols, MASKED)[None, :]
-    store_tile(y_rows, cols, y, row_mask, n_cols, MASKED)  # (3)!
-
-
-@triton.jit
 def layer_norm_forward_kernel(
     x_ptr,
     w_ptr,
@@ -93,29 +68,28 @@ def layer_norm_forward_kernel(
     eps,
     HAS_BIAS: tl.constexpr,
     BLOCK_M: tl.constexpr,  # rows per tile, one tile per program
-    HEAD: tl.constexpr,  # the row as HEAD columns, every one of them live, ...
-    TAIL: tl.constexpr,  # ... then TAIL columns, masked past n_cols (row_blocks)
+    BLOCK_N: tl.constexpr,  # next power of two ≥ n_cols: the whole row
 ):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # (4)!
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # (2)!
+    cols = tl.arange(0, BLOCK_N)
     row_mask = rows < n_rows
-    row_offsets = rows.to(tl.int64)[:, None]  # (5)!
-    head = tl.arange(0, HEAD)  # (6)!
-    tail = HEAD + tl.arange(0, TAIL)
+    col_mask = cols < n_cols
+    mask = row_mask[:, None] & col_mask[None, :]
+    row_offsets = rows.to(tl.int64)[:, None]  # (3)!
 
-    x_rows = x_ptr + row_offsets * x_row_stride
-    x_head = load_tile(x_rows, head, row_mask, n_cols, False)  # (7)!
-    x_tail = load_tile(x_rows, tail, row_mask, n_cols, True)
-    mean = (tl.sum(x_head, axis=1) + tl.sum(x_tail, axis=1)) / n_cols  # (8)!
-    centered_head = _centre(x_head, mean, head, n_cols, False)
-    centered_tail = _centre(x_tail, mean, tail, n_cols, True)
-    sum_squares = tl.sum(centered_head * centered_head, axis=1) + tl.sum(centered_tail * centered_tail, axis=1)
-    rstd = tl.rsqrt(sum_squares / n_cols + eps)  # (9)!
-    tl.store(mean_ptr + rows, mean, mask=row_mask)  # (10)!
+    x = tl.load(x_ptr + row_offsets * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)  # (4)!
+    mean = tl.sum(x, axis=1) / n_cols  # (5)!
+    centered = tl.where(mask, x - mean[:, None], 0.0)  # (6)!
+    var = tl.sum(centered * centered, axis=1) / n_cols  # (7)!
+    rstd = tl.rsqrt(var + eps)  # (8)!
+    tl.store(mean_ptr + rows, mean, mask=row_mask)  # (9)!
     tl.store(rstd_ptr + rows, rstd, mask=row_mask)
 
-    y_rows = y_ptr + row_offsets * y_row_stride
-    _normalise_and_store(y_rows, w_ptr, b_ptr, centered_head, rstd, head, row_mask, n_cols, HAS_BIAS, False)
-    _normalise_and_store(y_rows, w_ptr, b_ptr, centered_tail, rstd, tail, row_mask, n_cols, HAS_BIAS, True)
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last")  # (1)!
+    y = centered * rstd[:, None] * w.to(tl.float32)[None, :]  # (10)!
+    if HAS_BIAS:
+        y += tl.load(b_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)[None, :]
+    tl.store(y_ptr + row_offsets * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 # --8<-- [end:forward_kernel]
@@ -177,29 +151,6 @@ def layer_norm_forward_wide_kernel(
 
 # --8<-- [start:backward_kernel]
 @triton.jit
-def _grad_terms(x_rows, dy_rows, w, mean, rstd, cols, row_mask, n_cols, MASKED: tl.constexpr):
-    """x̂, g = γ ⊙ dy and dy on one block of a tile of rows."""
-    x = load_tile(x_rows, cols, row_mask, n_cols, MASKED)
-    dy = load_tile(dy_rows, cols, row_mask, n_cols, MASKED)
-    return _centre(x, mean, cols, n_cols, MASKED) * rstd[:, None], dy * w[None, :], dy  # (1)!
-
-
-@triton.jit
-def _store_dx(dx_rows, xhat, wdy, c1, c2, rstd, cols, row_mask, n_cols, MASKED: tl.constexpr):
-    """dx on one block of a tile of rows, written to a fresh buffer."""
-    dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]  # (2)!
-    store_tile(dx_rows, cols, dx, row_mask, n_cols, MASKED)
-
-
-@triton.jit
-def _store_partials(dw_row, db_row, dw_acc, db_acc, cols, n_cols, HAS_BIAS: tl.constexpr, MASKED: tl.constexpr):
-    """One block of the program's partial rows of dγ and dβ."""
-    store_vector(dw_row, cols, tl.sum(dw_acc, axis=0), n_cols, MASKED)
-    if HAS_BIAS:
-        store_vector(db_row, cols, tl.sum(db_acc, axis=0), n_cols, MASKED)
-
-
-@triton.jit
 def layer_norm_backward_kernel(
     x_ptr,
     w_ptr,
@@ -216,45 +167,40 @@ def layer_norm_backward_kernel(
     dx_row_stride,
     HAS_BIAS: tl.constexpr,
     BLOCK_M: tl.constexpr,
-    HEAD: tl.constexpr,
-    TAIL: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    head = tl.arange(0, HEAD)
-    tail = HEAD + tl.arange(0, TAIL)
-    w_head = load_vector(w_ptr, head, n_cols, False)
-    w_tail = load_vector(w_ptr, tail, n_cols, True)
-    dw_head = tl.zeros([BLOCK_M, HEAD], tl.float32)  # (3)!
-    dw_tail = tl.zeros([BLOCK_M, TAIL], tl.float32)
-    db_head = tl.zeros([BLOCK_M, HEAD], tl.float32)
-    db_tail = tl.zeros([BLOCK_M, TAIL], tl.float32)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    dw_acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)  # (1)!
+    db_acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
     num_tiles = tl.cdiv(n_rows, BLOCK_M)
     for tile in range(pid, num_tiles, tl.num_programs(0)):
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         row_mask = rows < n_rows
+        mask = row_mask[:, None] & col_mask[None, :]
         row_offsets = rows.to(tl.int64)[:, None]
-        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)  # (4)!
+
+        x = tl.load(x_ptr + row_offsets * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row_offsets * dy_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)  # (2)!
         rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
 
-        x_rows = x_ptr + row_offsets * x_row_stride
-        dy_rows = dy_ptr + row_offsets * dy_row_stride
-        xhat_head, wdy_head, dy_head = _grad_terms(x_rows, dy_rows, w_head, mean, rstd, head, row_mask, n_cols, False)
-        xhat_tail, wdy_tail, dy_tail = _grad_terms(x_rows, dy_rows, w_tail, mean, rstd, tail, row_mask, n_cols, True)
-        c1 = (tl.sum(xhat_head * wdy_head, axis=1) + tl.sum(xhat_tail * wdy_tail, axis=1)) / n_cols  # (5)!
-        c2 = (tl.sum(wdy_head, axis=1) + tl.sum(wdy_tail, axis=1)) / n_cols  # (6)!
-        dx_rows = dx_ptr + row_offsets * dx_row_stride
-        _store_dx(dx_rows, xhat_head, wdy_head, c1, c2, rstd, head, row_mask, n_cols, False)
-        _store_dx(dx_rows, xhat_tail, wdy_tail, c1, c2, rstd, tail, row_mask, n_cols, True)
+        xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)  # (3)!
+        wdy = dy * w[None, :]  # (4)!
+        c1 = tl.sum(xhat * wdy, axis=1) / n_cols  # (5)!
+        c2 = tl.sum(wdy, axis=1) / n_cols  # (6)!
+        dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]  # (7)!
+        tl.store(dx_ptr + row_offsets * dx_row_stride + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
-        dw_head += dy_head * xhat_head  # (7)!
-        dw_tail += dy_tail * xhat_tail
-        db_head += dy_head
-        db_tail += dy_tail
+        dw_acc += dy * xhat  # (8)!
+        db_acc += dy
 
-    dw_row = dw_partial_ptr + pid.to(tl.int64) * n_cols
-    db_row = db_partial_ptr + pid.to(tl.int64) * n_cols
-    _store_partials(dw_row, db_row, dw_head, db_head, head, n_cols, HAS_BIAS, False)  # (8)!
-    _store_partials(dw_row, db_row, dw_tail, db_tail, tail, n_cols, HAS_BIAS, True)
+    partial_offsets = pid.to(tl.int64) * n_cols + cols
+    tl.store(dw_partial_ptr + partial_offsets, tl.sum(dw_acc, axis=0), mask=col_mask)  # (9)!
+    if HAS_BIAS:
+        tl.store(db_partial_ptr + partial_offsets, tl.sum(db_acc, axis=0), mask=col_mask)
 
 
 # --8<-- [end:backward_kernel]

@@ -4,10 +4,9 @@ the second stage of the weight-gradient reduction.
 Both norms hold whole rows in registers up to a width and take chunked kernels
 above it, and both sum their weight gradients in two stages: a partial row per
 program in fp32, then one small kernel that adds the partial rows. The tile
-shapes, the grids, the loads and stores of a row held as two blocks (HEAD +
-TAIL columns) and that second stage are the same for both, so they live here
-once; each chapter passes what differs (how many warps its forward may use, how
-wide a row its backward holds in registers).
+shapes, the grids and that second stage are the same for both, so they live
+here once; each chapter passes what differs (how many warps its forward may
+use, how wide a row its backward holds in registers).
 """
 
 from __future__ import annotations
@@ -23,51 +22,6 @@ import triton.language as tl
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 MAX_ROWS = 2**31 - 2**16
 """Row indices are int32 in the kernels (offsets are int64); a tile's last row index must not wrap."""
-
-
-# --8<-- [start:row_pieces]
-@triton.jit
-def load_tile(row_ptrs, cols, row_mask, n_cols, MASKED: tl.constexpr):
-    """Columns ``cols`` of a tile of rows, in fp32; ``row_ptrs`` (BLOCK_M × 1) points at the
-    rows' starts. Rows past the last are masked; so are columns past ``n_cols``, in a MASKED
-    block (the tail). Masked lanes read 0."""
-    mask = row_mask[:, None]  # (1)!
-    if MASKED:
-        mask = mask & (cols < n_cols)[None, :]
-    return tl.load(row_ptrs + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-
-
-@triton.jit
-def store_tile(row_ptrs, cols, values, row_mask, n_cols, MASKED: tl.constexpr):
-    """``values`` to columns ``cols`` of a tile of rows, converted once to the output's dtype,
-    masked as ``load_tile`` masks."""
-    mask = row_mask[:, None]
-    if MASKED:
-        mask = mask & (cols < n_cols)[None, :]
-    tl.store(row_ptrs + cols[None, :], values.to(row_ptrs.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def load_vector(ptr, cols, n_cols, MASKED: tl.constexpr):
-    """``ptr[cols]`` (a weight, a bias) in fp32, masked past ``n_cols`` in a MASKED block.
-    Every program reads the same vector, so it is marked to stay in L2 (``evict_last``)."""
-    if MASKED:
-        values = tl.load(ptr + cols, mask=cols < n_cols, other=0.0, eviction_policy="evict_last")
-    else:
-        values = tl.load(ptr + cols, eviction_policy="evict_last")  # (2)!
-    return values.to(tl.float32)
-
-
-@triton.jit
-def store_vector(ptr, cols, values, n_cols, MASKED: tl.constexpr):
-    """``ptr[cols] = values`` (a partial row of a weight gradient), masked past ``n_cols`` in a MASKED block."""
-    if MASKED:
-        tl.store(ptr + cols, values, mask=cols < n_cols)
-    else:
-        tl.store(ptr + cols, values)
-
-
-# --8<-- [end:row_pieces]
 
 
 # --8<-- [start:reduce_kernel]
@@ -119,48 +73,23 @@ COLUMNS_NUM_WARPS = 4
 COLUMNS_PROGRAMS_PER_SM = 4
 
 
-def row_blocks(n_cols: int) -> tuple[int, int]:
-    """A row of ``n_cols`` held as two power-of-two blocks, HEAD + TAIL ≥ n_cols: HEAD the
-    largest power of two below n_cols (1 for a single column), never masked; TAIL the
-    smallest power of two that covers the rest, masked. 5120 columns take 4096 + 1024
-    with no padding, where one power-of-two block would take 8192."""
-    head = 1 << max(0, (n_cols - 1).bit_length() - 1)
-    return head, triton.next_power_of_2(max(1, n_cols - head))
-
-
-def rows_and_warps(width: int, max_warps: int = 32) -> tuple[int, int]:
-    """(BLOCK_M, num_warps) of a tile of rows ``width`` values wide: the fewest rows (a power
-    of two) that make MIN_ELEMENTS_PER_TILE values, and the fewest warps (a power of two, at
-    most ``max_warps``) that leave each thread at most VALUES_PER_THREAD of them."""
-    block_m = triton.next_power_of_2(triton.cdiv(MIN_ELEMENTS_PER_TILE, width))
-    num_warps = triton.next_power_of_2(triton.cdiv(block_m * width, 32 * VALUES_PER_THREAD))  # (1)!
-    return block_m, min(max_warps, num_warps)
-
-
 def tile_config(n_cols: int, max_warps: int = 32) -> dict[str, int]:
-    """BLOCK_M rows × (HEAD + TAIL) columns and the warps of the kernels that hold whole rows."""
-    head, tail = row_blocks(n_cols)  # (2)!
-    block_m, num_warps = rows_and_warps(head + tail, max_warps)
-    return {"BLOCK_M": block_m, "HEAD": head, "TAIL": tail, "num_warps": num_warps}
-
-
-def one_block_config(n_cols: int, max_warps: int = 32) -> dict[str, int]:
-    """BLOCK_M × BLOCK_N tile and warps for a kernel that holds a row as one power-of-two
-    block, BLOCK_N ≥ n_cols (the exercises' answers: simpler, padded)."""
+    """BLOCK_M × BLOCK_N tile and warps for the kernels that hold whole rows."""
     block_n = triton.next_power_of_2(n_cols)
-    block_m, num_warps = rows_and_warps(block_n, max_warps)
+    block_m = max(1, MIN_ELEMENTS_PER_TILE // block_n)
+    num_warps = min(max_warps, max(1, block_m * block_n // (32 * VALUES_PER_THREAD)))  # (1)!
     return {"BLOCK_M": block_m, "BLOCK_N": block_n, "num_warps": num_warps}
 
 
 def num_programs(n_work: int, num_warps: int, programs_per_sm: int) -> int:
     """A persistent grid: a few programs per SM (as many as fit), never more than the work."""
-    resident = max(1, min(programs_per_sm, 64 // num_warps))  # (3)!
+    resident = max(1, min(programs_per_sm, 64 // num_warps))  # (2)!
     return max(1, min(n_work, sm_count() * resident))
 
 
 def forward_launch(n_rows: int, n_cols: int, max_warps: int) -> tuple[bool, int, dict[str, int]]:
     """(in registers?, grid size, meta-parameters) of a forward."""
-    if n_cols <= FWD_MAX_FUSED_COLS:  # (4)!
+    if n_cols <= FWD_MAX_FUSED_COLS:  # (3)!
         config = tile_config(n_cols, max_warps)
         return True, triton.cdiv(n_rows, config["BLOCK_M"]), config
     grid = num_programs(n_rows, WIDE_NUM_WARPS, FWD_PROGRAMS_PER_SM)

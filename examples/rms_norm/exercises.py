@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from examples.norms.launch import FWD_MAX_FUSED_COLS, as_rows, one_block_config
+from examples.norms.launch import FWD_MAX_FUSED_COLS, as_rows, tile_config
 from examples.rms_norm.kernel import check_inputs
 
 
@@ -59,7 +59,7 @@ def rms_norm_offset(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) ->
     n_rows, n_cols = x_rows.shape
     y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
     if n_rows:
-        config = one_block_config(n_cols)
+        config = tile_config(n_cols)
         rms_norm_offset_kernel[(triton.cdiv(n_rows, config["BLOCK_M"]),)](
             x_rows, weight.contiguous(), y, n_rows, n_cols, x_rows.stride(0), float(eps), **config
         )
@@ -110,7 +110,7 @@ def add_rms_norm(x, residual, weight, eps: float = 1e-6) -> tuple[torch.Tensor, 
     y = torch.empty_like(x_rows)
     h = torch.empty_like(x_rows)
     if n_rows:
-        config = one_block_config(n_cols)
+        config = tile_config(n_cols)
         add_rms_norm_kernel[(triton.cdiv(n_rows, config["BLOCK_M"]),)](
             x_rows, r_rows, weight.contiguous(), y, h, n_rows, n_cols, float(eps), **config
         )

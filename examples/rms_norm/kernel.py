@@ -4,14 +4,13 @@
 fp32, fp16 and bf16 inputs of shape ``(..., N)`` and is differentiable with
 respect to ``x`` and ``weight``.
 
-The layout follows the layer-norm chapter: a forward that keeps each row in
-registers as two power-of-two blocks, HEAD + TAIL columns (one tile per
-program), and saves one fp32 ``rstd`` per row; a backward that computes dx
-and, in the same pass, each program's partial sum of ``dy·x̂`` (fp32, in
-registers), then a second small kernel that adds the partial rows. Rows
-wider than ``FWD_MAX_FUSED_COLS`` (forward) or ``MAX_FUSED_COLS`` (backward)
-take chunked kernels. The launch rules and the partial-row reduction are
-shared with that chapter (``examples/norms/launch.py``).
+The layout follows the layer-norm chapter: a forward that keeps
+each row in registers (one tile per program) and saves one fp32 ``rstd`` per
+row; a backward that computes dx and, in the same pass, each program's
+partial sum of ``dy·x̂`` (fp32, in registers), then a second small kernel that
+adds the partial rows. Rows wider than ``FWD_MAX_FUSED_COLS`` (forward) or
+``MAX_FUSED_COLS`` (backward) take chunked kernels. The launch rules and the
+partial-row reduction are shared with that chapter (``examples/norms/launch.py``).
 
 Run this file (``python -m examples.rms_norm.kernel``) for a quick check.
 """
@@ -32,10 +31,6 @@ from examples.norms.launch import (
     backward_launch,
     column_split,
     forward_launch,
-    load_tile,
-    load_vector,
-    store_tile,
-    store_vector,
     sum_partials,
 )
 
@@ -53,13 +48,6 @@ def reference(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch
 
 # --8<-- [start:forward_kernel]
 @triton.jit
-def _scale_and_store(y_rows, w_ptr, x, rstd, cols, row_mask, n_cols, MASKED: tl.constexpr):
-    """y = w ⊙ x / r on one block of a tile of rows."""
-    y = x * rstd[:, None] * load_vector(w_ptr, cols, n_cols, MASKED)[None, :]  # (1)!
-    store_tile(y_rows, cols, y, row_mask, n_cols, MASKED)  # (2)!
-
-
-@triton.jit
 def rms_norm_forward_kernel(
     x_ptr,
     w_ptr,
@@ -71,24 +59,22 @@ def rms_norm_forward_kernel(
     y_row_stride,  # in elements
     eps,
     BLOCK_M: tl.constexpr,  # rows per tile, one tile per program
-    HEAD: tl.constexpr,  # the row as HEAD columns, every one of them live, ...
-    TAIL: tl.constexpr,  # ... then TAIL columns, masked past n_cols (row_blocks)
+    BLOCK_N: tl.constexpr,  # next power of two ≥ n_cols: the whole row
 ):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # (3)!
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)  # (2)!
+    cols = tl.arange(0, BLOCK_N)
     row_mask = rows < n_rows
-    row_offsets = rows.to(tl.int64)[:, None]  # (4)!
-    head = tl.arange(0, HEAD)  # (5)!
-    tail = HEAD + tl.arange(0, TAIL)
+    col_mask = cols < n_cols
+    mask = row_mask[:, None] & col_mask[None, :]
+    row_offsets = rows.to(tl.int64)[:, None]  # (3)!
 
-    x_rows = x_ptr + row_offsets * x_row_stride
-    x_head = load_tile(x_rows, head, row_mask, n_cols, False)  # (6)!
-    x_tail = load_tile(x_rows, tail, row_mask, n_cols, True)
-    mean_square = (tl.sum(x_head * x_head, axis=1) + tl.sum(x_tail * x_tail, axis=1)) / n_cols  # (7)!
-    rstd = tl.rsqrt(mean_square + eps)  # (8)!
-    tl.store(rstd_ptr + rows, rstd, mask=row_mask)  # (9)!
-    y_rows = y_ptr + row_offsets * y_row_stride
-    _scale_and_store(y_rows, w_ptr, x_head, rstd, head, row_mask, n_cols, False)  # (10)!
-    _scale_and_store(y_rows, w_ptr, x_tail, rstd, tail, row_mask, n_cols, True)
+    x = tl.load(x_ptr + row_offsets * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)  # (4)!
+    mean_square = tl.sum(x * x, axis=1) / n_cols  # (5)!
+    rstd = tl.rsqrt(mean_square + eps)  # (6)!
+    tl.store(rstd_ptr + rows, rstd, mask=row_mask)  # (7)!
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last")  # (1)!
+    y = x * rstd[:, None] * w.to(tl.float32)[None, :]  # (8)!
+    tl.store(y_ptr + row_offsets * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 # --8<-- [end:forward_kernel]
@@ -131,21 +117,6 @@ def rms_norm_forward_wide_kernel(
 
 # --8<-- [start:backward_kernel]
 @triton.jit
-def _grad_terms(x_rows, dy_rows, w, rstd, cols, row_mask, n_cols, MASKED: tl.constexpr):
-    """x̂, g = w ⊙ dy and dy on one block of a tile of rows."""
-    x = load_tile(x_rows, cols, row_mask, n_cols, MASKED)
-    dy = load_tile(dy_rows, cols, row_mask, n_cols, MASKED)
-    return x * rstd[:, None], dy * w[None, :], dy  # (1)!
-
-
-@triton.jit
-def _store_dx(dx_rows, xhat, wdy, c, rstd, cols, row_mask, n_cols, MASKED: tl.constexpr):
-    """dx on one block of a tile of rows, written to a fresh buffer."""
-    dx = (wdy - xhat * c[:, None]) * rstd[:, None]  # (2)!
-    store_tile(dx_rows, cols, dx, row_mask, n_cols, MASKED)
-
-
-@triton.jit
 def rms_norm_backward_kernel(
     x_ptr,
     w_ptr,
@@ -159,37 +130,32 @@ def rms_norm_backward_kernel(
     dy_row_stride,
     dx_row_stride,
     BLOCK_M: tl.constexpr,
-    HEAD: tl.constexpr,
-    TAIL: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    head = tl.arange(0, HEAD)
-    tail = HEAD + tl.arange(0, TAIL)
-    w_head = load_vector(w_ptr, head, n_cols, False)
-    w_tail = load_vector(w_ptr, tail, n_cols, True)
-    dw_head = tl.zeros([BLOCK_M, HEAD], tl.float32)  # (3)!
-    dw_tail = tl.zeros([BLOCK_M, TAIL], tl.float32)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    dw_acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)  # (1)!
     num_tiles = tl.cdiv(n_rows, BLOCK_M)
     for tile in range(pid, num_tiles, tl.num_programs(0)):
         rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
         row_mask = rows < n_rows
+        mask = row_mask[:, None] & col_mask[None, :]
         row_offsets = rows.to(tl.int64)[:, None]
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)  # (4)!
 
-        x_rows = x_ptr + row_offsets * x_row_stride
-        dy_rows = dy_ptr + row_offsets * dy_row_stride
-        xhat_head, wdy_head, dy_head = _grad_terms(x_rows, dy_rows, w_head, rstd, head, row_mask, n_cols, False)
-        xhat_tail, wdy_tail, dy_tail = _grad_terms(x_rows, dy_rows, w_tail, rstd, tail, row_mask, n_cols, True)
-        c = (tl.sum(xhat_head * wdy_head, axis=1) + tl.sum(xhat_tail * wdy_tail, axis=1)) / n_cols  # (5)!
-        dx_rows = dx_ptr + row_offsets * dx_row_stride
-        _store_dx(dx_rows, xhat_head, wdy_head, c, rstd, head, row_mask, n_cols, False)
-        _store_dx(dx_rows, xhat_tail, wdy_tail, c, rstd, tail, row_mask, n_cols, True)
-        dw_head += dy_head * xhat_head  # (6)!
-        dw_tail += dy_tail * xhat_tail
+        x = tl.load(x_ptr + row_offsets * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row_offsets * dy_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)  # (2)!
 
-    dw_row = dw_partial_ptr + pid.to(tl.int64) * n_cols
-    store_vector(dw_row, head, tl.sum(dw_head, axis=0), n_cols, False)  # (7)!
-    store_vector(dw_row, tail, tl.sum(dw_tail, axis=0), n_cols, True)
+        xhat = x * rstd[:, None]  # (3)!
+        wdy = dy * w[None, :]  # (4)!
+        c = tl.sum(xhat * wdy, axis=1) / n_cols  # (5)!
+        dx = (wdy - xhat * c[:, None]) * rstd[:, None]  # (6)!
+        tl.store(dx_ptr + row_offsets * dx_row_stride + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw_acc += dy * xhat  # (7)!
+
+    tl.store(dw_partial_ptr + pid.to(tl.int64) * n_cols + cols, tl.sum(dw_acc, axis=0), mask=col_mask)  # (8)!
 
 
 # --8<-- [end:backward_kernel]
