@@ -95,8 +95,13 @@ def work(case: Case) -> float:
 
 # --8<-- [start:peers]
 def cublas_loop(x: torch.Tensor, w: torch.Tensor, group_sizes: torch.Tensor) -> torch.Tensor:
-    """One cuBLAS matmul per expert on its slice of rows; ``tolist`` waits for the GPU."""
-    return torch.cat([rows @ w[e] for e, rows in enumerate(x.split(group_sizes.tolist()))])
+    """One cuBLAS matmul per expert on its slice of rows; ``tolist`` waits for the GPU.
+
+    The experts' weights come from ``unbind``, whose backward stacks their gradients once.
+    Indexing ``w[e]`` instead would give each expert's gradient its own zero-filled
+    (E, K, N) tensor to add into: E full-size passes over dW, a cost of the indexing,
+    not of the matmuls this peer stands for."""
+    return torch.cat([rows @ w_e for rows, w_e in zip(x.split(group_sizes.tolist()), w.unbind(0))])
 
 
 def torch_grouped_mm(x: torch.Tensor, w: torch.Tensor, group_sizes: torch.Tensor) -> torch.Tensor:
