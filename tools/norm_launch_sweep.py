@@ -13,6 +13,11 @@ it). The forward is timed under every (BLOCK_M, warps) at the narrow widths, whe
 forward trailed ``torch.compile``. All variants of one width and mode run in one ``run_case``
 (same-run ratios, the bench's CUDA-graph timing, each checked against the chapter's reference),
 beside ``torch.compile``. One JSON line per case: times in µs by provider.
+
+``norm_launch_sweep.h200.jsonl`` beside this file is its run on an NVIDIA H200 (132 SMs) on
+2026-11-28 at commit 12d47a4, torch 2.11, Triton 3.6: the six RMSNorm backward widths it reached in
+its time limit ("left" lines name the cases it did not). ``BWD_TILE_ELEMENTS_PER_SM`` and the
+prefetching loop of both norms' backward kernels come from it.
 """
 
 import functools

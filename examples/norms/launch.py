@@ -59,6 +59,13 @@ VALUES_PER_THREAD = 16
 FWD_PROGRAMS_PER_SM = 4
 """Persistent programs per SM of the chunked forward."""
 BWD_PROGRAMS_PER_SM = 2
+"""Persistent programs per SM of the chunked (one row at a time) backward kernels."""
+BWD_TILE_ELEMENTS_PER_SM = 8192
+"""The in-register backward's programs per SM: as many as hold this many tile elements in all.
+Each program also loads its next tile while it works on this one, so an SM has about twice this
+many elements of x and of dy in flight. On an H200 (tools/norm_launch_sweep.py), 8192 was the
+fastest launch of RMSNorm's backward, or within 2.6% of it, at each of the six widths timed, 768
+to 8192."""
 REDUCE = "triton"
 """How the partial rows are summed: "triton" (sum_partials_kernel) or "torch" (partials.sum(0))."""
 REDUCE_BLOCK_N = 32
@@ -102,7 +109,8 @@ def backward_launch(n_rows: int, n_cols: int, max_fused_cols: int) -> tuple[str,
     those of its one-row-at-a-time kernel (for "columns", the row terms kernel)."""
     if n_cols <= max_fused_cols:
         config = tile_config(n_cols)
-        programs = num_programs(triton.cdiv(n_rows, config["BLOCK_M"]), config["num_warps"], BWD_PROGRAMS_PER_SM)
+        per_sm = max(1, BWD_TILE_ELEMENTS_PER_SM // (config["BLOCK_M"] * config["BLOCK_N"]))
+        programs = num_programs(triton.cdiv(n_rows, config["BLOCK_M"]), config["num_warps"], per_sm)
         return "registers", programs, config
     return (
         WIDE_BACKWARD,

@@ -133,29 +133,37 @@ def rms_norm_backward_kernel(
     BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0)
+    step = tl.num_programs(0) * BLOCK_M  # rows between one tile of this program and its next
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < n_cols
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
     dw_acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)  # (1)!
-    num_tiles = tl.cdiv(n_rows, BLOCK_M)
-    for tile in range(pid, num_tiles, tl.num_programs(0)):
-        rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask = (rows < n_rows)[:, None] & col_mask[None, :]
+    row_offsets = rows.to(tl.int64)[:, None]
+    x = tl.load(x_ptr + row_offsets * x_row_stride + cols[None, :], mask=mask, other=0.0)  # (2)!
+    dy = tl.load(dy_ptr + row_offsets * dy_row_stride + cols[None, :], mask=mask, other=0.0)
+    for start in range(pid * BLOCK_M, n_rows, step):
+        rows = start + tl.arange(0, BLOCK_M)
         row_mask = rows < n_rows
         mask = row_mask[:, None] & col_mask[None, :]
         row_offsets = rows.to(tl.int64)[:, None]
+        next_mask = (rows + step < n_rows)[:, None] & col_mask[None, :]
+        next_offsets = row_offsets + step
+        x_next = tl.load(x_ptr + next_offsets * x_row_stride + cols[None, :], mask=next_mask, other=0.0)  # (3)!
+        dy_next = tl.load(dy_ptr + next_offsets * dy_row_stride + cols[None, :], mask=next_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)  # (4)!
 
-        x = tl.load(x_ptr + row_offsets * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + row_offsets * dy_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)  # (2)!
-
-        xhat = x * rstd[:, None]  # (3)!
-        wdy = dy * w[None, :]  # (4)!
-        c = tl.sum(xhat * wdy, axis=1) / n_cols  # (5)!
-        dx = (wdy - xhat * c[:, None]) * rstd[:, None]  # (6)!
+        xhat = x.to(tl.float32) * rstd[:, None]  # (5)!
+        wdy = dy.to(tl.float32) * w[None, :]  # (6)!
+        c = tl.sum(xhat * wdy, axis=1) / n_cols  # (7)!
+        dx = (wdy - xhat * c[:, None]) * rstd[:, None]  # (8)!
         tl.store(dx_ptr + row_offsets * dx_row_stride + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw_acc += dy * xhat  # (7)!
+        dw_acc += dy.to(tl.float32) * xhat  # (9)!
+        x = x_next
+        dy = dy_next
 
-    tl.store(dw_partial_ptr + pid.to(tl.int64) * n_cols + cols, tl.sum(dw_acc, axis=0), mask=col_mask)  # (8)!
+    tl.store(dw_partial_ptr + pid.to(tl.int64) * n_cols + cols, tl.sum(dw_acc, axis=0), mask=col_mask)  # (10)!
 
 
 # --8<-- [end:backward_kernel]
