@@ -101,8 +101,10 @@ def test_both_wide_backward_designs(mode, dtype, shape, monkeypatch):
 @pytest.mark.parametrize("reduce", ["triton", "torch"])
 @pytest.mark.parametrize("programs_per_sm", [1, 4])
 def test_reduction_methods_and_grids(reduce, programs_per_sm, monkeypatch):
-    _set_limits(monkeypatch, REDUCE=reduce, BWD_PROGRAMS_PER_SM=programs_per_sm)
-    x, w, b, dy = _inputs((9, 300), torch.float32)
+    """The in-register backward on grids where each program takes one tile or several."""
+    tile = tile_config(300)["BLOCK_M"] * tile_config(300)["BLOCK_N"]
+    _set_limits(monkeypatch, REDUCE=reduce, BWD_TILE_ELEMENTS_PER_SM=programs_per_sm * tile)
+    x, w, b, dy = _inputs((57, 300), torch.float32)
     layer_norm(x, w, b).backward(dy)
     _, dx, dw, db = _torch_grads(x, w, b, dy, torch.float64)
     assert_close(w.grad, dw, dtype=torch.float32, name="dW")

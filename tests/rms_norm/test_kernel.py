@@ -102,14 +102,34 @@ def test_both_wide_backward_designs(mode, dtype, shape, monkeypatch):
 
 
 @pytest.mark.parametrize("reduce", ["triton", "torch"])
+@pytest.mark.parametrize("prefetch", [True, False], ids=["prefetch", "load_after"])
 @pytest.mark.parametrize("programs_per_sm", [1, 4])
-def test_reduction_methods_and_grids(reduce, programs_per_sm, monkeypatch):
-    _set_limits(monkeypatch, REDUCE=reduce, BWD_PROGRAMS_PER_SM=programs_per_sm)
-    x, w, dy = _inputs((9, 300), torch.float32)
+def test_reduction_methods_and_grids(reduce, prefetch, programs_per_sm, monkeypatch):
+    """Both loops of the in-register backward, on grids where each program takes one tile or several."""
+    tile = tile_config(300)["BLOCK_M"] * tile_config(300)["BLOCK_N"]
+    _set_limits(
+        monkeypatch,
+        REDUCE=reduce,
+        BWD_TILE_ELEMENTS_PER_SM=programs_per_sm * tile,
+        PREFETCH_MAX_COLS=300 if prefetch else 299,
+    )
+    x, w, dy = _inputs((57, 300), torch.float32)
     rms_norm(x, w).backward(dy)
     _, dx, dw = _torch_grads(x, w, dy, torch.float64)
     assert_close(x.grad, dx, dtype=torch.float32, name="dx")
     assert_close(w.grad, dw, dtype=torch.float32, name="dW")
+
+
+@pytest.mark.parametrize(
+    "n_cols, prefetch, per_sm",
+    [(768, True, 4), (2048, True, 4), (4096, True, 2), (5120, True, 1), (8192, True, 1), (16384, False, 1)],
+)
+def test_backward_grid_holds_8192_tile_elements_per_sm(n_cols, prefetch, per_sm):
+    """The rule the page states: as many programs per SM as hold 8192 tile elements (at least
+    one), each prefetching its next tile up to 8192 columns."""
+    design, programs, _ = norm_launch.backward_launch(1 << 20, n_cols, kernel.MAX_FUSED_COLS)
+    assert design == "registers" and (n_cols <= kernel.PREFETCH_MAX_COLS) == prefetch
+    assert programs == norm_launch.sm_count() * per_sm
 
 
 def test_only_weight_requires_grad_and_dy_is_not_overwritten():
