@@ -350,19 +350,16 @@ print(f"gelu_erf_libdevice(x): relative error {error:.1e} against float64")
 
 # %%
 import re
-import warnings
 
 from examples.gelu.libdevice_erf import compile_for_h100, ptx_instructions
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", UserWarning)  # a newer Triton's note on its FP-fusion default
-    compiled = {use: compile_for_h100(use) for use in (True, False)}
-for use, kernel in compiled.items():
+compiled = {use: compile_for_h100(use) for use in (True, False)}
+for use, stages in compiled.items():
     ir_line = next(
-        text.strip() for text in kernel.asm["ttir"].splitlines() if re.search(r"extern_elementwise|math\.erf", text)
+        text.strip() for text in stages["ttir"].splitlines() if re.search(r"extern_elementwise|math\.erf", text)
     )
     print(f"USE_LIBDEVICE={use}: {ir_line.split(' loc(')[0]}")
-ptx = {use: ptx_instructions(kernel.asm["ptx"]) for use, kernel in compiled.items()}
+ptx = {use: ptx_instructions(stages["ptx"]) for use, stages in compiled.items()}
 print(f"PTX instructions: {len(ptx[True])} and {len(ptx[False])}, identical: {ptx[True] == ptx[False]}")
 print("calls left in the PTX:", sum(text.startswith("call") for text in ptx[True]))
 

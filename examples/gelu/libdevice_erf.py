@@ -20,7 +20,12 @@ an H100 (sm_90) without a GPU.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
 
 from academy import INTERPRETED
 from academy.validation import check_forward_only
@@ -78,6 +83,8 @@ def gelu_erf_libdevice(x: torch.Tensor) -> torch.Tensor:
 # --8<-- [end:libdevice_launcher]
 
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
 SIGNATURE = {
     "x_ptr": "*fp32",
     "y_ptr": "*fp32",
@@ -87,10 +94,27 @@ SIGNATURE = {
 }
 
 
-def compile_for_h100(use_libdevice: bool):
+COMPILED_STAGES = ("ttir", "ttgir", "llir", "ptx")
+
+
+def compile_for_h100(use_libdevice: bool) -> dict[str, str]:
     """Compile one branch of the kernel for fp32 on an H100 (sm_90), without a GPU:
-    Triton's compiler and its bundled ``ptxas`` run on any Linux machine. Returns the
-    compiled kernel, whose ``asm`` holds each stage: ``ttir``, ``ttgir``, ``llir``, ``ptx``, ``cubin``."""
+    Triton's compiler and its bundled ``ptxas`` run on any Linux machine. Returns the text
+    of each stage, keyed by ``COMPILED_STAGES``: Triton's IR, its GPU IR, LLVM IR and PTX.
+
+    The compile runs in a fresh Python process. Triton's interpreter patches
+    ``triton.language`` while it runs a kernel, and (as of Triton 3.9) leaves the patches in
+    place once a kernel has called another ``@triton.jit`` function, as ``gelu``'s kernel
+    calls ``tanh``; after that, compiling in the same process fails."""
+    command = f"from examples.gelu.libdevice_erf import _print_stages; _print_stages({use_libdevice!r})"
+    run = subprocess.run([sys.executable, "-c", command], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
+    if run.returncode != 0:
+        raise RuntimeError(f"compiling for sm_90 failed:\n{run.stderr[-3000:]}")
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def _print_stages(use_libdevice: bool) -> None:
+    """The body of ``compile_for_h100``'s process: compile, print the stages as one JSON line."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from triton.runtime.jit import JITFunction
@@ -98,7 +122,10 @@ def compile_for_h100(use_libdevice: bool):
     kernel = gelu_erf_libdevice_kernel
     fn = kernel if isinstance(kernel, JITFunction) else JITFunction(kernel.fn)  # the interpreter wraps it
     source = ASTSource(fn, SIGNATURE, constexprs={"USE_LIBDEVICE": use_libdevice, "BLOCK_SIZE": BLOCK_SIZE})
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": NUM_WARPS})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a newer Triton's note on its FP-fusion default
+        compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": NUM_WARPS})
+    print(json.dumps({stage: compiled.asm[stage] for stage in COMPILED_STAGES}))
 
 
 _NOT_CODE = re.compile(r"^\s*(\.loc|\.file|//|\$L__tmp\d+:)")

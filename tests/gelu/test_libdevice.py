@@ -144,11 +144,11 @@ def test_both_branches_compile_to_the_same_ptx_for_an_h100():
     """libdevice.erf is an extern call to __nv_erff; tl.math.erf is MLIR's math.erf, which the
     NVIDIA backend also lowers to __nv_erff. After libdevice is linked in, the PTX is the same."""
     with_libdevice, with_math = compile_for_h100(True), compile_for_h100(False)
-    assert re.search(r"tt\.extern_elementwise .*symbol = \"__nv_erff\"", with_libdevice.asm["ttir"])
-    assert "math.erf" in with_math.asm["ttir"] and "__nv_erff" not in with_math.asm["ttir"]
-    assert "__nv_erff" in with_math.asm["llir"]  # the lowering of math.erf, inlined from libdevice
-    code = ptx_instructions(with_libdevice.asm["ptx"])
-    assert code == ptx_instructions(with_math.asm["ptx"])
+    assert re.search(r"tt\.extern_elementwise .*symbol = \"__nv_erff\"", with_libdevice["ttir"])
+    assert "math.erf" in with_math["ttir"] and "__nv_erff" not in with_math["ttir"]
+    assert "__nv_erff" in with_math["llir"]  # the lowering of math.erf, inlined from libdevice
+    code = ptx_instructions(with_libdevice["ptx"])
+    assert code == ptx_instructions(with_math["ptx"])
     assert not any(line.startswith("call") for line in code)  # erf is inlined: no function call left
 
 
