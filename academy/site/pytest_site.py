@@ -712,6 +712,21 @@ def pytest_collection_modifyitems(config, items):
     config.stash[DARK_VISITS_WANTED] = any("dark_axe_reports" in getattr(i, "fixturenames", ()) for i in items)
 
 
+def settled_scheme(page, expected: str, timeout_ms: int = 10_000) -> str:
+    """The palette Material applied, once it is `expected` or `timeout_ms` has passed.
+
+    Material's script picks the palette matching ``prefers-color-scheme`` after the page has
+    loaded, so on a slow machine the body can still show the first palette at "networkidle".
+    """
+    try:
+        page.wait_for_function(
+            "(want) => document.body.getAttribute('data-md-color-scheme') === want", arg=expected, timeout=timeout_ms
+        )
+    except Exception:
+        pass  # the caller reports the scheme it found
+    return page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+
+
 def dark_axe_visit(page, url: str) -> list[str]:
     """The dark visit of one page: the scheme Material chose, then axe-core's colour rules."""
     page.goto(url, wait_until="load")
@@ -720,7 +735,7 @@ def dark_axe_visit(page, url: str) -> list[str]:
     except Exception:
         pass  # the light visit reports math that did not render
     page.wait_for_load_state("networkidle")
-    scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+    scheme = settled_scheme(page, "slate")
     lines = [f"the dark visit found the {scheme!r} scheme"] if scheme != "slate" else []
     return lines + run_axe(page, AXE_COLOUR_RULES)
 

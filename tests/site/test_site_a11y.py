@@ -24,6 +24,7 @@ from academy.site.pytest_site import (
     contrast_ratio,
     heading_problems,
     run_axe,
+    settled_scheme,
     summarize,
 )
 
@@ -181,6 +182,7 @@ def test_theme_colours_contrast(base_url, browser, scheme):
     context = browser.new_context(color_scheme=scheme)
     page = context.new_page()
     page.goto(base_url + "/kernels/fused_softmax/", wait_until="networkidle")
+    settled_scheme(page, SCHEMES[scheme])
     facts = page.evaluate(THEME_COLOURS, list(SERIES_COLORS))
     context.close()
     assert facts["scheme"] == SCHEMES[scheme]
@@ -251,7 +253,7 @@ def test_key_page_screenshots(base_url, browser, screenshot_dir, name, scheme):
     watch.attach(page)
     page.goto(base_url + KEY_PAGES[name], wait_until="networkidle")
     page.wait_for_function(KATEX_DONE, timeout=10_000)
-    palette = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+    palette = settled_scheme(page, SCHEMES[scheme])
     path = screenshot_dir / f"{name}-{scheme}.png"
     page.screenshot(path=str(path), full_page=True)
     context.close()
