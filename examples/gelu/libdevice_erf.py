@@ -103,9 +103,10 @@ def compile_for_h100(use_libdevice: bool) -> dict[str, str]:
     of each stage, keyed by ``COMPILED_STAGES``: Triton's IR, its GPU IR, LLVM IR and PTX.
 
     The compile runs in a fresh Python process. Triton's interpreter patches
-    ``triton.language`` while it runs a kernel, and (as of Triton 3.9) leaves the patches in
-    place once a kernel has called another ``@triton.jit`` function, as ``gelu``'s kernel
-    calls ``tanh``; after that, compiling in the same process fails."""
+    ``triton.language`` while it runs a kernel, and (as of Triton 3.9) leaves
+    ``triton.language.core`` patched once a kernel has called one of the language's own
+    ``@triton.jit`` functions, such as the ``tl.sigmoid`` in ``gelu``'s tanh; after that, a
+    compile in the same process fails (``tests/academy/test_interpreter_traps.py``)."""
     command = f"from examples.gelu.libdevice_erf import _print_stages; _print_stages({use_libdevice!r})"
     run = subprocess.run([sys.executable, "-c", command], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
     if run.returncode != 0:
